@@ -1,0 +1,8 @@
+# The device set of the reseed-lab QEMU: an i440FX PC with virtio-pci, the devices the
+# guest tests and snapshot scenarios use, and nothing else.  Copied by
+# scripts/build-qemu.sh to configs/devices/x86_64-softmmu/reseed-lab.mak.
+CONFIG_I440FX=y
+CONFIG_VIRTIO_PCI=y
+CONFIG_VIRTIO_RNG=y
+CONFIG_VIRTIO_BLK=y
+CONFIG_ACPI_VMGENID=y

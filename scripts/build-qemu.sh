@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# build-qemu.sh - configure (once) and build the minimal reseed-lab QEMU with ccache.
+#
+# Usage: scripts/build-qemu.sh SRCDIR OBJDIR [NINJA-TARGET...]
+#
+#   Builds qemu-system-x86_64 and qemu-img (x86_64-softmmu only, KVM and TCG, the device
+#   set of qemu-patches/reseed-lab-devices.mak) in OBJDIR, the x86 option ROMs that
+#   -kernel boot needs, and puts them with SeaBIOS into OBJDIR/pc-bios, where QEMU and
+#   its qtests look for firmware.  Extra arguments are further ninja targets.
+set -euo pipefail
+
+[ $# -ge 2 ] || { echo "usage: $0 SRCDIR OBJDIR [NINJA-TARGET...]" >&2; exit 2; }
+src=$(realpath "$1") obj=$2
+shift 2
+top=$(pwd)
+
+devices=configs/devices/x86_64-softmmu/reseed-lab.mak
+cmp -s "$top/qemu-patches/reseed-lab-devices.mak" "$src/$devices" ||
+	cp "$top/qemu-patches/reseed-lab-devices.mak" "$src/$devices"
+grep -qxF "$devices" "$src/.git/info/exclude" || echo "$devices" >>"$src/.git/info/exclude"
+
+cc=gcc
+[ -x /usr/lib/ccache/gcc ] && cc=/usr/lib/ccache/gcc
+config=(
+	--target-list=x86_64-softmmu
+	--without-default-features --without-default-devices
+	--with-devices-x86_64=reseed-lab
+	--enable-kvm --enable-tcg --enable-tools --enable-fdt=system
+	--enable-gnutls --enable-nettle
+	--disable-docs --disable-werror
+	--cc="$cc" --host-cc="$cc"
+)
+mkdir -p "$obj"
+if [ ! -f "$obj/build.ninja" ] || [ "$(cat "$obj/.reseed-config" 2>/dev/null)" != "${config[*]}" ]; then
+	(cd "$obj" && "$src/configure" "${config[@]}" >configure.log 2>&1) || {
+		tail -30 "$obj/configure.log" >&2
+		echo "build-qemu: configure failed (full log: $obj/configure.log)" >&2
+		exit 1
+	}
+	echo "${config[*]}" >"$obj/.reseed-config"
+fi
+
+ninja -C "$obj" qemu-system-x86_64 qemu-img "$@"
+
+# Option ROMs for -kernel boot: the dfsg tarball ships none and the i386 target,
+# which would build them, is not configured.
+rom=$obj/pc-bios/optionrom
+mkdir -p "$rom"
+cat >"$rom/config.mak.new" <<EOM
+TOPSRC_DIR=$src
+CC=gcc
+CCAS=gcc
+LD=ld
+OBJCOPY=objcopy
+PYTHON=python3
+EOM
+cmp -s "$rom/config.mak.new" "$rom/config.mak" && rm "$rom/config.mak.new" ||
+	mv "$rom/config.mak.new" "$rom/config.mak"
+make -s -C "$rom" -f "$src/pc-bios/optionrom/Makefile" \
+	linuxboot_dma.bin kvmvapic.bin pvh.bin multiboot_dma.bin >/dev/null
+for f in linuxboot_dma.bin kvmvapic.bin pvh.bin multiboot_dma.bin; do
+	ln -sf "optionrom/$f" "$obj/pc-bios/$f"
+done
+for f in bios-256k.bin bios.bin; do
+	[ -e "/usr/share/seabios/$f" ] || { echo "build-qemu: /usr/share/seabios/$f missing (package seabios)" >&2; exit 1; }
+	ln -sf "/usr/share/seabios/$f" "$obj/pc-bios/$f"
+done

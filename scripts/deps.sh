@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# deps.sh - install, from Debian's archive only, every package the build and the tests need.
+#
+# Usage: scripts/deps.sh STAMP
+#   Adds deb-src entries mirroring the machine's own Debian archive when none are
+#   configured (apt-get source needs them, and says so), installs what is missing and
+#   writes STAMP on success. Safe to run again: packages already present are skipped.
+set -euo pipefail
+
+stamp=${1:?usage: $0 STAMP}
+
+packages=(
+	# toolchain and build helpers
+	build-essential git ccache pkg-config python3 meson ninja-build flex bison bc
+	cpio xz-utils dpkg-dev perl rsync
+	# QEMU 7.2 (x86_64-softmmu, minimal device set) and its firmware
+	libglib2.0-dev libpixman-1-dev libfdt-dev zlib1g-dev libgnutls28-dev nettle-dev
+	seabios
+	# Linux 6.1
+	linux-source-6.1 libelf-dev libssl-dev
+	# guest: busybox and the static test binaries
+	busybox-static
+	# host-side checks and benchmarks
+	openssl valgrind
+)
+
+need_root() {
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "deps: need root to install packages (run 'sudo make deps')" >&2
+		exit 1
+	fi
+}
+
+have_deb_src() {
+	apt-get indextargets --format '$(CREATED_BY)' 2>/dev/null | grep -qx Sources
+}
+
+# Mirror every 'deb' source of the machine as 'deb-src' (deb822 and one-line formats).
+add_deb_src() {
+	local out=/etc/apt/sources.list.d/reseed-lab-deb-src.sources f
+	: >"$out.tmp"
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -e "$f" ] || continue
+		[ "$f" = "$out" ] && continue
+		# only Debian's own archive: skip third-party repositories
+		grep -q 'debian' "$f" || continue
+		awk 'BEGIN { RS = ""; ORS = "\n\n" }
+		     /(^|\n)Types:[^\n]*deb([ \t\n]|$)/ && /debian/ {
+			sub(/Types:[^\n]*/, "Types: deb-src"); print }' "$f" >>"$out.tmp"
+	done
+	if [ -f /etc/apt/sources.list ]; then
+		sed -n 's/^[[:space:]]*deb[[:space:]]\(.*debian.*\)$/deb-src \1/p' \
+			/etc/apt/sources.list >/etc/apt/sources.list.d/reseed-lab-deb-src.list
+		[ -s /etc/apt/sources.list.d/reseed-lab-deb-src.list ] ||
+			rm -f /etc/apt/sources.list.d/reseed-lab-deb-src.list
+	fi
+	if [ -s "$out.tmp" ]; then
+		mv "$out.tmp" "$out"
+	else
+		rm -f "$out.tmp"
+	fi
+	echo "deps: no deb-src entries were configured; added them for this machine's Debian archive" \
+	     "(/etc/apt/sources.list.d/reseed-lab-deb-src.*), as 'apt-get source qemu' needs them"
+}
+
+updated=
+apt_update() {
+	[ -n "$updated" ] && return
+	apt-get update -qq
+	updated=1
+}
+
+missing=()
+for p in "${packages[@]}"; do
+	case "$p" in \#*) continue ;; esac
+	dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
+		missing+=("$p")
+done
+
+if ! have_deb_src; then
+	need_root
+	add_deb_src
+	apt_update
+	if ! have_deb_src; then
+		echo "deps: could not derive deb-src entries from this machine's apt sources;" \
+		     "add a 'Types: deb-src' stanza for its Debian archive by hand" >&2
+		exit 1
+	fi
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+	need_root
+	echo "deps: installing ${missing[*]}"
+	apt_update
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		"${missing[@]}" >/dev/null; then
+		for p in "${missing[@]}"; do
+			apt-cache show "$p" >/dev/null 2>&1 ||
+				echo "deps: package '$p' is not available from the configured Debian archive" >&2
+		done
+		exit 1
+	fi
+fi
+
+mkdir -p "$(dirname "$stamp")"
+touch "$stamp"

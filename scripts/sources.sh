@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# sources.sh - unpack a pristine Debian source tree as a git repository and apply a series.
+#
+# Usage: scripts/sources.sh qemu|linux SRCDIR PATCHDIR VERSION
+#
+#   The first commit of SRCDIR is the pristine tree (tag 'pristine'); each patch named in
+#   PATCHDIR/series becomes one commit (git am -3), so 'git log pristine..' reads like the
+#   series.  Commit identities and dates are fixed, so the same inputs always give the
+#   same commit ids and 'scripts/export-patches.sh' output is byte-identical.
+#
+#   Run again, it does nothing when the tree already carries exactly this series; it
+#   re-applies the series from 'pristine' when the patch files changed; it refuses to touch
+#   a tree with uncommitted changes or with commits that were not exported yet.
+set -euo pipefail
+
+usage() { echo "usage: $0 qemu|linux SRCDIR PATCHDIR VERSION" >&2; exit 2; }
+[ $# -ge 4 ] || usage
+what=$1 src=$2 patches=$3 version=$4
+case "$what" in qemu|linux) ;; *) usage ;; esac
+
+top=$(pwd)
+dl=$top/build/dl
+export GIT_AUTHOR_NAME="reseed-lab" GIT_AUTHOR_EMAIL="reseed-lab@localhost"
+export GIT_COMMITTER_NAME="reseed-lab" GIT_COMMITTER_EMAIL="reseed-lab@localhost"
+export GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" GIT_COMMITTER_DATE="2000-01-01T00:00:00Z"
+
+series_files() {
+	[ -f "$patches/series" ] || return 0
+	grep -vE '^[[:space:]]*(#|$)' "$patches/series" | while read -r p; do
+		echo "$patches/$p"
+	done
+}
+
+series_hash() {
+	{ echo "$version"; series_files | xargs -r cat; } | sha256sum | cut -d' ' -f1
+}
+
+fetch_qemu() {
+	local v=$version
+	mkdir -p "$dl/qemu"
+	local offered
+	offered=$(apt-cache showsrc qemu | sed -n 's/^Version: //p')
+	if ! grep -Fxq -- "$v" <<<"$offered"; then
+		v=$(sort -V <<<"$offered" | tail -1)
+		[ -n "$v" ] || { echo "sources: Debian offers no qemu source package" >&2; exit 1; }
+		echo "sources: WARNING: qemu $version is no longer served; using $v" >&2
+	fi
+	rm -rf "$dl/qemu" && mkdir -p "$dl/qemu"
+	(cd "$dl/qemu" && apt-get source -qq "qemu=$v" >/dev/null 2>&1) || {
+		echo "sources: 'apt-get source qemu=$v' failed (deb-src entries: run 'make deps')" >&2
+		exit 1
+	}
+	local dir
+	dir=$(find "$dl/qemu" -mindepth 1 -maxdepth 1 -type d -name 'qemu-*' | head -1)
+	rm -rf "$dir/.pc"
+	mv "$dir" "$src"
+	rm -rf "$dl/qemu"
+}
+
+fetch_linux() {
+	local have tarball=/usr/src/linux-source-6.1.tar.xz
+	have=$(dpkg-query -W -f '${Version}' linux-source-6.1 2>/dev/null || true)
+	if [ "$have" != "$version" ]; then
+		if apt-cache policy linux-source-6.1 | grep -Fq " $version " 2>/dev/null; then
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --allow-downgrades \
+				"linux-source-6.1=$version" >/dev/null
+		else
+			echo "sources: WARNING: linux-source-6.1 $version is no longer served; using ${have:-none}" >&2
+		fi
+	fi
+	[ -f "$tarball" ] || { echo "sources: $tarball missing (run 'make deps')" >&2; exit 1; }
+	mkdir -p "$src.tmp"
+	tar -xf "$tarball" -C "$src.tmp" --strip-components=1
+	mv "$src.tmp" "$src"
+}
+
+apply_series() {
+	local p
+	git -C "$src" am --abort >/dev/null 2>&1 || true
+	git -C "$src" reset -q --hard pristine
+	while read -r p; do
+		if ! git -C "$src" am -q -3 --committer-date-is-author-date "$p" >/dev/null 2>&1; then
+			git -C "$src" am --abort >/dev/null 2>&1 || true
+			echo "sources: patch does not apply: $p" >&2
+			exit 1
+		fi
+	done < <(series_files)
+	record
+}
+
+# What the tree carries: the series hash and the commit it ends at.
+record() {
+	echo "$(series_hash) $(git -C "$src" rev-parse HEAD)" >"$src/.git/reseed-series"
+}
+
+if [ "${5:-}" = --record ]; then
+	record
+	exit 0
+fi
+
+mkdir -p "$(dirname "$src")"
+if [ ! -d "$src/.git" ]; then
+	rm -rf "$src" "$src.tmp"
+	"fetch_$what"
+	git -C "$src" init -q -b pristine-base
+	git -C "$src" add -A -f .
+	git -C "$src" commit -q -m "pristine $what $version from Debian's archive"
+	git -C "$src" tag pristine
+	git -C "$src" checkout -q -b series
+	apply_series
+	echo "sources: $what: $(git -C "$src" rev-list --count pristine..HEAD) patches applied"
+	exit 0
+fi
+
+read -r had_hash had_head <"$src/.git/reseed-series" 2>/dev/null || true
+[ "${had_hash:-}" = "$(series_hash)" ] && exit 0
+
+if [ "$(git -C "$src" rev-parse HEAD)" != "${had_head:-}" ]; then
+	echo "sources: $src has commits that are not in $patches, and $patches changed:" \
+	     "export them first (make export-patches) or reset the tree to the series" >&2
+	exit 1
+fi
+
+if [ -n "$(git -C "$src" status --porcelain --untracked-files=no)" ]; then
+	echo "sources: $src has uncommitted changes and $patches changed; commit and export" \
+	     "them first (make export-patches) or reset the tree" >&2
+	exit 1
+fi
+apply_series
+echo "sources: $what: series changed, re-applied $(git -C "$src" rev-list --count pristine..HEAD) patches"
