@@ -42,4 +42,12 @@ if [ ! -f "$obj/.config" ] || [ "$(cat "$obj/.reseed-config" 2>/dev/null)" != "$
 	echo "$sum" >"$obj/.reseed-config"
 fi
 
+state=$("$(dirname "$0")/tree-state.sh" "$src" "${frags[@]}")
+if [ -f "$obj/arch/x86/boot/bzImage" ] && [ "$(cat "$obj/.reseed-built" 2>/dev/null)" = "$state" ]; then
+	echo "build-kernel: $src unchanged since the last build"
+	exit 0
+fi
 kmake -j"$(nproc)" bzImage
+# The uapi headers of this tree, for the guest tests (RNDEPOCH and friends).
+kmake headers_install INSTALL_HDR_PATH="$obj-headers" >/dev/null
+echo "$state" >"$obj/.reseed-built"

@@ -40,7 +40,7 @@ if [ ! -f "$obj/build.ninja" ] || [ "$(cat "$obj/.reseed-config" 2>/dev/null)" !
 	echo "${config[*]}" >"$obj/.reseed-config"
 fi
 
-ninja -C "$obj" qemu-system-x86_64 qemu-img "$@"
+ninja -C "$obj" qemu-system-x86_64 qemu-img "$@" | { grep -v '^ninja: no work to do' || true; }
 
 # Option ROMs for -kernel boot: the dfsg tarball ships none and the i386 target,
 # which would build them, is not configured.

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * epoch_prng.h - a user-space ChaCha20 generator guarded by the RNG epoch.
+ *
+ * The generator is what a TLS library or a UUID generator keeps in user space: seeded
+ * once from getrandom(), then producing output on its own.  The guard is one load from
+ * the epoch page before each call; when the value moved since the last seed (a snapshot
+ * was taken or restored), the generator reseeds before it produces anything.
+ *
+ * With epoch == NULL the generator is unguarded: the behaviour of every user-space PRNG
+ * today, and the negative control of the snapshot scenarios.
+ */
+#ifndef EPOCH_PRNG_H
+#define EPOCH_PRNG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/random.h>
+
+struct epoch_prng {
+	uint32_t key[8];
+	uint64_t counter;
+	const volatile uint32_t *epoch;	/* the mapped epoch page, or NULL */
+	uint32_t seen;			/* epoch value at the last seed */
+	uint64_t reseeds;
+};
+
+#define EPOCH_PRNG_ROTL(v, n) (((v) << (n)) | ((v) >> (32 - (n))))
+#define EPOCH_PRNG_QR(a, b, c, d) do {					\
+	a += b; d ^= a; d = EPOCH_PRNG_ROTL(d, 16);			\
+	c += d; b ^= c; b = EPOCH_PRNG_ROTL(b, 12);			\
+	a += b; d ^= a; d = EPOCH_PRNG_ROTL(d, 8);			\
+	c += d; b ^= c; b = EPOCH_PRNG_ROTL(b, 7);			\
+} while (0)
+
+/* One ChaCha20 block (RFC 8439) with a 64-bit block counter and a zero nonce. */
+static inline void epoch_prng_block(const uint32_t key[8], uint64_t counter, uint32_t out[16])
+{
+	static const uint32_t sigma[4] = { 0x61707865, 0x3320646e, 0x79622d32, 0x6b206574 };
+	uint32_t x[16], in[16];
+	int i;
+
+	memcpy(in, sigma, sizeof(sigma));
+	memcpy(in + 4, key, 32);
+	in[12] = (uint32_t)counter;
+	in[13] = (uint32_t)(counter >> 32);
+	in[14] = 0;
+	in[15] = 0;
+	memcpy(x, in, sizeof(x));
+	for (i = 0; i < 10; i++) {
+		EPOCH_PRNG_QR(x[0], x[4], x[8], x[12]);
+		EPOCH_PRNG_QR(x[1], x[5], x[9], x[13]);
+		EPOCH_PRNG_QR(x[2], x[6], x[10], x[14]);
+		EPOCH_PRNG_QR(x[3], x[7], x[11], x[15]);
+		EPOCH_PRNG_QR(x[0], x[5], x[10], x[15]);
+		EPOCH_PRNG_QR(x[1], x[6], x[11], x[12]);
+		EPOCH_PRNG_QR(x[2], x[7], x[8], x[13]);
+		EPOCH_PRNG_QR(x[3], x[4], x[9], x[14]);
+	}
+	for (i = 0; i < 16; i++)
+		out[i] = x[i] + in[i];
+}
+
+static inline int epoch_prng_seed(struct epoch_prng *p)
+{
+	/* Read the epoch before the seed: a leak during getrandom() is then seen next time. */
+	if (p->epoch)
+		p->seen = *p->epoch;
+	if (getrandom(p->key, sizeof(p->key), 0) != sizeof(p->key))
+		return -1;
+	p->counter = 0;
+	p->reseeds++;
+	return 0;
+}
+
+static inline int epoch_prng_init(struct epoch_prng *p, const volatile uint32_t *epoch)
+{
+	memset(p, 0, sizeof(*p));
+	p->epoch = epoch;
+	return epoch_prng_seed(p);
+}
+
+/* Fill out[0..len) with generator output; reseed first if the epoch moved. */
+static inline int epoch_prng_bytes(struct epoch_prng *p, void *out, size_t len)
+{
+	uint8_t *dst = out;
+	uint32_t block[16];
+
+	if (p->epoch && __builtin_expect(*p->epoch != p->seen, 0) && epoch_prng_seed(p))
+		return -1;
+	while (len) {
+		size_t n = len < sizeof(block) ? len : sizeof(block);
+
+		epoch_prng_block(p->key, p->counter++, block);
+		memcpy(dst, block, n);
+		dst += n;
+		len -= n;
+	}
+	return 0;
+}
+
+#endif /* EPOCH_PRNG_H */

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# tree-state.sh - print a hash of a git work tree's exact state (HEAD, staged and
+# unstaged changes, untracked files that are not ignored) plus any extra files given.
+# Build scripts compare it with the state they last built, to skip a no-op rebuild.
+#
+# Usage: scripts/tree-state.sh DIR [EXTRA-FILE...]
+set -euo pipefail
+[ $# -ge 1 ] || { echo "usage: $0 DIR [EXTRA-FILE...]" >&2; exit 2; }
+dir=$1
+shift
+{
+	git -C "$dir" rev-parse HEAD
+	git -C "$dir" diff HEAD
+	git -C "$dir" ls-files --others --exclude-standard -z | (cd "$dir" && xargs -0 -r sha256sum)
+	for f in "$@"; do sha256sum "$f"; done
+} | sha256sum | cut -d' ' -f1

@@ -1,0 +1,301 @@
+"""vmharness - start, drive and stop reseed-lab QEMU guests from the host.
+
+Everything that boots a guest goes through this module: the guest-test runner
+(scripts/guest-test.py), the snapshot scenarios and the benchmarks.  It
+
+  * picks the accelerator: KVM only when a real probe boot of our kernel works there
+    (on this project's machines /dev/kvm exists but kills ordinary guests), TCG
+    otherwise, and says which, once;
+  * starts QEMU with a QMP socket and a serial log in its own directory under build/;
+  * waits on console lines and QMP events with timeouts;
+  * ends only the processes it started, by pid.
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(TOP, "build")
+QEMU = os.path.join(BUILD, "qemu", "qemu-system-x86_64")
+QEMU_IMG = os.path.join(BUILD, "qemu", "qemu-img")
+FIRMWARE = os.path.join(BUILD, "qemu", "pc-bios")
+KERNEL = os.path.join(BUILD, "linux", "arch", "x86", "boot", "bzImage")
+INITRD = os.path.join(BUILD, "guest", "initramfs.cpio.gz")
+RUNDIR = os.path.join(BUILD, "run")
+
+# What a kernel prints when something is wrong that a test might not notice.
+SPLAT = re.compile(
+    r"WARNING:|BUG:|KASAN:|KFENCE:|UBSAN:|Oops|Kernel panic|"
+    r"general protection fault|sleeping function called from invalid context|"
+    r"possible (circular|recursive) locking|inconsistent lock state|"
+    r"suspicious RCU usage|INFO: task .* blocked|Call Trace:")
+
+USERSPACE_UP = "# reseed-lab: userspace up"
+ALL_DONE = "# reseed-lab: all tests done"
+
+_started = []
+
+
+def log(msg):
+    print(f"# {msg}", flush=True)
+
+
+def qmp_class():
+    """QEMU's own QMP client, from the unpacked QEMU source tree."""
+    path = os.path.join(BUILD, "src", "qemu", "python")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    from qemu.qmp.legacy import QEMUMonitorProtocol  # noqa: E402
+    return QEMUMonitorProtocol
+
+
+def _kill_all():
+    for g in list(_started):
+        g.kill()
+
+
+def _on_signal(signum, _frame):
+    _kill_all()
+    sys.exit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _on_signal)
+signal.signal(signal.SIGINT, _on_signal)
+
+
+class Timeout(Exception):
+    pass
+
+
+class Guest:
+    """One QEMU process: a guest booted from our kernel and initramfs."""
+
+    def __init__(self, name, append="", kernel=KERNEL, initrd=INITRD, accel=None,
+                 mem=256, smp=1, cpu="max", devices=("virtio-rng-pci,id=rng0",),
+                 drive=None, extra=(), qmp=True):
+        self.name = name
+        self.dir = os.path.join(RUNDIR, name)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.console = os.path.join(self.dir, "console.log")
+        self.qmp_path = os.path.join(self.dir, "qmp.sock")
+        self.stderr_path = os.path.join(self.dir, "qemu.stderr")
+        self.accel = accel or choose_accel()
+        self.args = [
+            QEMU, "-nodefaults", "-display", "none", "-no-reboot",
+            "-L", FIRMWARE,
+            "-machine", "pc", "-accel", self.accel, "-cpu", cpu,
+            "-m", str(mem), "-smp", str(smp),
+            "-kernel", kernel, "-initrd", initrd,
+            "-append", f"console=ttyS0 panic=-1 oops=panic {append}".strip(),
+            "-serial", f"file:{self.console}",
+        ]
+        if qmp:
+            self.args += ["-qmp", f"unix:{self.qmp_path},server=on,wait=off"]
+        if drive:
+            self.args += ["-drive", f"file={drive},if=none,id=disk0,format=qcow2",
+                          "-device", "virtio-blk-pci,drive=disk0"]
+        for d in devices:
+            self.args += ["-device", d]
+        self.args += list(extra)
+        self.proc = None
+        self.monitor = None
+        self.qmp_log = []
+
+    # -- process
+    def start(self):
+        self._stderr = open(self.stderr_path, "w")
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
+                                     stdout=self._stderr, stderr=subprocess.STDOUT)
+        _started.append(self)
+        if "-qmp" in self.args:
+            self._connect_qmp()
+        return self
+
+    def _connect_qmp(self, timeout=10):
+        cls = qmp_class()
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(self.qmp_path):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name}: QEMU exited at start-up:\n{self.stderr()}")
+            if time.monotonic() > deadline:
+                raise Timeout(f"{self.name}: no QMP socket after {timeout}s")
+            time.sleep(0.02)
+        self.monitor = cls(self.qmp_path)
+        self.monitor.connect()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_exit(self, timeout):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise Timeout(f"{self.name}: still running after {timeout}s") from None
+
+    def kill(self):
+        if self.monitor:
+            try:
+                self.monitor.close()
+            except Exception:
+                pass
+            self.monitor = None
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self in _started:
+            _started.remove(self)
+        if getattr(self, "_stderr", None):
+            self._stderr.close()
+            self._stderr = None
+
+    def stderr(self):
+        with open(self.stderr_path, errors="replace") as f:
+            return f.read()
+
+    # -- QMP
+    def qmp(self, cmd, **args):
+        """Run a QMP command; return its 'return' value, raise on 'error'."""
+        resp = self.monitor.cmd(cmd, args) if args else self.monitor.cmd(cmd)
+        self.qmp_log.append((cmd, args, resp))
+        if "error" in resp:
+            raise RuntimeError(f"{self.name}: QMP {cmd} {args}: {resp['error']}")
+        return resp["return"]
+
+    def hmp(self, line):
+        """Run an HMP command; HMP reports errors as text, so any output is an error
+        unless the caller expects output (then use hmp_output)."""
+        out = self.hmp_output(line)
+        if out.strip():
+            raise RuntimeError(f"{self.name}: HMP '{line}': {out.strip()}")
+
+    def hmp_output(self, line):
+        return self.qmp("human-monitor-command", **{"command-line": line})
+
+    def wait_event(self, name, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Timeout(f"{self.name}: no QMP event {name} after {timeout}s")
+            ev = self.monitor.pull_event(wait=left)
+            if ev is not None:
+                self.qmp_log.append(("event", {}, ev))
+                if ev["event"] == name:
+                    return ev
+
+    def status(self):
+        return self.qmp("query-status")["status"]
+
+    # -- console
+    def read_console(self):
+        try:
+            with open(self.console, errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def wait_console(self, pattern, timeout, start=0):
+        """Wait until the console (from offset start) matches pattern; return the match."""
+        rx = re.compile(pattern, re.M)
+        deadline = time.monotonic() + timeout
+        while True:
+            m = rx.search(self.read_console(), start)
+            if m:
+                return m
+            if self.proc.poll() is not None:
+                raise Timeout(f"{self.name}: QEMU exited (status {self.proc.returncode}) "
+                              f"before the console showed /{pattern}/")
+            if time.monotonic() > deadline:
+                raise Timeout(f"{self.name}: console did not show /{pattern}/ in {timeout}s")
+            time.sleep(0.02)
+
+    def console_tail(self, n=40):
+        return "\n".join(self.read_console().splitlines()[-n:])
+
+    def report_failure(self, what):
+        """Print what explains a failure: the last QMP exchange and console lines."""
+        log(f"{self.name}: {what}")
+        for cmd, args, resp in self.qmp_log[-10:]:
+            log(f"  qmp {cmd} {args} -> {str(resp)[:300]}")
+        log(f"  last console lines of {self.name}:")
+        for line in self.console_tail().splitlines():
+            log(f"  | {line}")
+
+
+def splats(console):
+    """Lines of a console log that show a kernel splat, with context."""
+    lines = console.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        if SPLAT.search(line):
+            out.append("\n".join(lines[max(0, i - 3):i + 12]))
+    return out
+
+
+# -- accelerator choice
+
+def _kvm_probe():
+    for f in (QEMU, KERNEL, INITRD):
+        if not os.path.exists(f):
+            raise RuntimeError(f"cannot probe the accelerator: {f} is missing (make guest)")
+    if not os.path.exists("/dev/kvm"):
+        return "tcg", "no /dev/kvm"
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return "tcg", "/dev/kvm is not accessible"
+    g = Guest("kvm-probe", accel="kvm", qmp=False)
+    g.start()
+    try:
+        g.wait_exit(15)
+    except Timeout:
+        g.kill()
+        return "tcg", "KVM probe boot did not reach user space in 15s"
+    finally:
+        g.kill()
+    con = g.read_console()
+    err = g.stderr().strip().splitlines()
+    if USERSPACE_UP in con and ALL_DONE in con:
+        return "kvm", "KVM probe boot reached user space"
+    why = next((l for l in err if "KVM" in l or "error" in l.lower()), None)
+    return "tcg", f"KVM probe boot failed: {why or 'guest did not reach user space'}"
+
+
+def choose_accel():
+    """'kvm' when a real boot works there, else 'tcg'; cached per kernel build."""
+    forced = os.environ.get("RESEED_ACCEL")
+    if forced:
+        return forced
+    cache = os.path.join(BUILD, "accel")
+    st = os.stat(KERNEL)
+    key = f"{st.st_size}:{int(st.st_mtime)}"
+    try:
+        with open(cache) as f:
+            k, accel, why = f.read().rstrip("\n").split("\t")
+        if k == key:
+            return accel
+    except (OSError, ValueError):
+        pass
+    accel, why = _kvm_probe()
+    with open(cache, "w") as f:
+        f.write(f"{key}\t{accel}\t{why}\n")
+    return accel
+
+
+def accel_line():
+    """One line saying which accelerator is in use and why."""
+    accel = choose_accel()
+    try:
+        with open(os.path.join(BUILD, "accel")) as f:
+            why = f.read().rstrip("\n").split("\t")[2]
+    except (OSError, IndexError):
+        why = "set by RESEED_ACCEL"
+    return f"accelerator: {accel.upper()} ({why})"
