@@ -6,3 +6,7 @@ CONFIG_VIRTIO_PCI=y
 CONFIG_VIRTIO_RNG=y
 CONFIG_VIRTIO_BLK=y
 CONFIG_ACPI_VMGENID=y
+# libqos starts '-M pc' with its default VGA: the qtests need one.
+CONFIG_VGA_PCI=y
+CONFIG_PARALLEL=y
+CONFIG_E1000_PCI=y

@@ -58,10 +58,21 @@ cmp -s "$rom/config.mak.new" "$rom/config.mak" && rm "$rom/config.mak.new" ||
 	mv "$rom/config.mak.new" "$rom/config.mak"
 make -s -C "$rom" -f "$src/pc-bios/optionrom/Makefile" \
 	linuxboot_dma.bin kvmvapic.bin pvh.bin multiboot_dma.bin >/dev/null
+# QEMU run from its build tree (and so the qtests) looks for firmware in qemu-bundle/;
+# pc-bios/ is for -L.
+bundle=$obj/qemu-bundle/usr/local/share/qemu
+mkdir -p "$bundle"
 for f in linuxboot_dma.bin kvmvapic.bin pvh.bin multiboot_dma.bin; do
 	ln -sf "optionrom/$f" "$obj/pc-bios/$f"
+	ln -sf "$(realpath "$rom/$f")" "$bundle/$f"
 done
-for f in bios-256k.bin bios.bin; do
-	[ -e "/usr/share/seabios/$f" ] || { echo "build-qemu: /usr/share/seabios/$f missing (package seabios)" >&2; exit 1; }
-	ln -sf "/usr/share/seabios/$f" "$obj/pc-bios/$f"
+for f in bios-256k.bin bios.bin vgabios-stdvga.bin; do
+	fw=/usr/share/seabios/$f
+	[ -e "$fw" ] || { echo "build-qemu: $fw missing (package seabios)" >&2; exit 1; }
+	ln -sf "$fw" "$obj/pc-bios/$f"
+	ln -sf "$fw" "$bundle/$f"
 done
+# '-M pc' without -nodefaults adds an e1000, whose option ROM comes from ipxe-qemu.
+fw=/usr/lib/ipxe/qemu/efi-e1000.rom
+[ -e "$fw" ] || { echo "build-qemu: $fw missing (package ipxe-qemu)" >&2; exit 1; }
+ln -sf "$fw" "$bundle/efi-e1000.rom"

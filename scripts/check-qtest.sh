@@ -27,18 +27,23 @@ set +e
 timeout 600 "$qos" --tap -k "${args[@]}" >"$log" 2>&1
 rc=$?
 set -e
-awk '/^(not ok|ok) [0-9]+ / {
+results=$(grep -cE '^(not ok|ok) [0-9]+ ' "$log" || true)
+awk -v rc="$rc" -v want="${#paths[@]}" '/^(not ok|ok) [0-9]+ / {
 	verdict[++n] = ($1 == "not") ? "not ok" : "ok"
 	name = $0; sub(/^(not ok|ok) [0-9]+ /, "", name); names[n] = name
 }
 END {
-	print "TAP version 13"; print "1.." n
+	# A qos-test that aborted or ran fewer tests than listed is a failure of its own.
+	extra = (rc != 0 || n < want) ? 1 : 0
+	print "TAP version 13"; print "1.." n + extra
 	for (i = 1; i <= n; i++) print verdict[i] " " i " - " names[i]
+	if (extra)
+		print "not ok " n + 1 " - qos-test ran " n + 0 " of " want " virtio-rng tests, exit status " rc
 }' "$log" >"$out"
 sed -n '3,$p' "$out"
 n=$(grep -c '^ok ' "$out" || true)
 if [ "$rc" -ne 0 ] || [ "$n" -ne ${#paths[@]} ]; then
-	echo "check-qtest: qos-test exit status $rc, $n of ${#paths[@]} tests passed (log: $log)" >&2
+	echo "check-qtest: qos-test exit status $rc, $n of ${#paths[@]} tests passed, $results reported (log: $log)" >&2
 	grep -vE '^(ok|not ok|#)' "$log" | tail -20 >&2
 	exit 1
 fi

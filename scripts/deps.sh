@@ -15,7 +15,7 @@ packages=(
 	cpio xz-utils dpkg-dev perl rsync
 	# QEMU 7.2 (x86_64-softmmu, minimal device set) and its firmware
 	libglib2.0-dev libpixman-1-dev libfdt-dev zlib1g-dev libgnutls28-dev nettle-dev
-	seabios
+	seabios ipxe-qemu
 	# Linux 6.1
 	linux-source-6.1 libelf-dev libssl-dev
 	# guest: busybox and the static test binaries
