@@ -10,13 +10,16 @@
  *                    unchanged: while (*epoch == E0) ++page->spins;  When it moves, print
  *                    the final count, the old and new epoch, 32 bytes of getrandom() and
  *                    32 bytes of the epoch-guarded user-space generator; then spin again.
- *   scenario=line    (default without the epoch) wait for a line on the console, then
+ *   scenario=line    (default without the epoch) wait for a line on ttyS1, then
  *                    print the same line with the unguarded generator: the negative
  *                    control, where nothing tells user space about the snapshot.
  *   scenario=stream  call getrandom(8) in a loop, keeping each output at index
  *                    page->spins of a ring; on 'dump N K' from the console print outputs
- *                    N..N+K-1, so that the host can find where two clones stop agreeing.
+ *                    N..N+K-1, so that the host can find where two clones stop agreeing;
+ *                    on 'event' print an event line with the unguarded generator.
  *
+ * The host types its commands on the second UART, ttyS1, which the agent only reads
+ * (echo off); all output goes to the console, ttyS0.
  * Every line the host parses starts with '# scenario:'.
  */
 #include <errno.h>
@@ -29,6 +32,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "rng_uapi.h"
@@ -50,6 +54,7 @@ struct agent_page {
 };
 
 static struct agent_page *page;
+static FILE *command;
 static const volatile uint32_t *epoch;
 
 static void die(const char *what)
@@ -75,6 +80,28 @@ static uint64_t guest_physical(const void *addr)
 		die("agent page not present (pagemap PFN hidden?)");
 	}
 	return (entry & ((1ULL << 55) - 1)) * 4096;
+}
+
+/* The host's command channel: ttyS1, line by line, without echo. */
+static FILE *open_command(void)
+{
+	struct termios t;
+	int fd = open("/dev/ttyS1", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	FILE *f;
+
+	if (fd < 0)
+		die("open /dev/ttyS1 (the host's command channel)");
+	if (tcgetattr(fd, &t) == 0) {
+		t.c_lflag &= ~(ECHO | ECHONL | ECHOE | ECHOK | ISIG | IEXTEN);
+		t.c_lflag |= ICANON;
+		t.c_iflag |= ICRNL;
+		t.c_oflag &= ~OPOST;
+		tcsetattr(fd, TCSANOW, &t);
+	}
+	f = fdopen(fd, "r");
+	if (!f)
+		die("fdopen ttyS1");
+	return f;
 }
 
 static const char *cmdline_value(const char *key, char *buf, size_t len)
@@ -147,18 +174,18 @@ static void run_line(struct epoch_prng *prng)
 	char line[256];
 
 	for (;;) {
-		printf("# scenario: waiting for a line on the console\n");
+		printf("# scenario: waiting for a line on ttyS1\n");
 		fflush(stdout);
-		if (!fgets(line, sizeof(line), stdin))
+		if (!fgets(line, sizeof(line), command))
 			die("console input");
 		print_event(prng, 0, 0, 0);
 	}
 }
 
-static void run_stream(void)
+static void run_stream(struct epoch_prng *prng)
 {
 	uint64_t *ring = calloc(RING_ENTRIES, sizeof(*ring));
-	struct pollfd pfd = { .fd = 0, .events = POLLIN };
+	struct pollfd pfd = { .fd = fileno(command), .events = POLLIN };
 	char line[256];
 
 	if (!ring || mlock(ring, RING_ENTRIES * sizeof(*ring)))
@@ -173,8 +200,12 @@ static void run_stream(void)
 		page->spins++;
 		if (poll(&pfd, 1, 0) <= 0)
 			continue;
-		if (!fgets(line, sizeof(line), stdin))
-			die("console input");
+		if (!fgets(line, sizeof(line), command))
+			die("command input");
+		if (!strncmp(line, "event", 5)) {
+			print_event(prng, 0, 0, 0);
+			continue;
+		}
 		if (sscanf(line, "dump %" SCNu64 " %" SCNu64, &n, &k) != 2)
 			continue;
 		if (k > RING_ENTRIES / 2)
@@ -184,10 +215,13 @@ static void run_stream(void)
 				die("getrandom");
 			page->spins++;
 		}
-		for (i = 0; i < k; i++)
+		for (i = 0; i < k; i++) {
 			printf("%s%08" PRIx32, i % 16 ? " " : "# scenario: dump ",
 			       (uint32_t)ring[(n + i) % RING_ENTRIES]);
-		printf("\n# scenario: dump end\n");
+			if (i % 16 == 15 || i + 1 == k)
+				putchar('\n');
+		}
+		printf("# scenario: dump end\n");
 		fflush(stdout);
 	}
 }
@@ -232,10 +266,11 @@ int main(void)
 	       guest_physical(page), mode, epoch ? "present" : "absent");
 	fflush(stdout);
 
+	command = open_command();
 	if (!strcmp(mode, "epoch"))
 		run_epoch(&prng);
 	else if (!strcmp(mode, "stream"))
-		run_stream();
+		run_stream(&prng);
 	else
 		run_line(&prng);
 	return 0;

@@ -77,7 +77,7 @@ class Guest:
 
     def __init__(self, name, append="", kernel=KERNEL, initrd=INITRD, accel=None,
                  mem=256, smp=1, cpu="max", devices=("virtio-rng-pci,id=rng0",),
-                 drive=None, extra=(), qmp=True):
+                 drive=None, extra=(), qmp=True, serial_input=False):
         self.name = name
         self.dir = os.path.join(RUNDIR, name)
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -85,6 +85,8 @@ class Guest:
         self.console = os.path.join(self.dir, "console.log")
         self.qmp_path = os.path.join(self.dir, "qmp.sock")
         self.stderr_path = os.path.join(self.dir, "qemu.stderr")
+        self.serial_path = os.path.join(self.dir, "command.sock")
+        self._command = None
         self.accel = accel or choose_accel()
         self.args = [
             QEMU, "-nodefaults", "-display", "none", "-no-reboot",
@@ -93,8 +95,14 @@ class Guest:
             "-m", str(mem), "-smp", str(smp),
             "-kernel", kernel, "-initrd", initrd,
             "-append", f"console=ttyS0 panic=-1 oops=panic {append}".strip(),
-            "-serial", f"file:{self.console}",
         ]
+        self.args += ["-serial", f"file:{self.console}"]
+        if serial_input:
+            # A second UART (ttyS1) that the guest only reads: the host types commands
+            # there.  Not the console: a host connected to the console's chardev slows
+            # the guest's output to a crawl, and bytes it sent are lost when it leaves.
+            self.args += ["-chardev", f"socket,id=cmd0,path={self.serial_path},server=on,"
+                          "wait=off", "-serial", "chardev:cmd0"]
         if qmp:
             self.args += ["-qmp", f"unix:{self.qmp_path},server=on,wait=off"]
         if drive:
@@ -139,6 +147,9 @@ class Guest:
             raise Timeout(f"{self.name}: still running after {timeout}s") from None
 
     def kill(self):
+        if self._command:
+            self._command.close()
+            self._command = None
         if self.monitor:
             try:
                 self.monitor.close()
@@ -196,10 +207,34 @@ class Guest:
     def status(self):
         return self.qmp("query-status")["status"]
 
+    # -- guest memory (read while the VM is stopped)
+    def read_phys(self, addr, size):
+        path = os.path.join(self.dir, "pmem.bin")
+        self.qmp("pmemsave", val=addr, size=size, filename=path)
+        with open(path, "rb") as f:
+            data = f.read()
+        os.unlink(path)
+        return data
+
     # -- console
+    def send_command(self, text):
+        """Type text on the guest's command UART, ttyS1 (needs serial_input=True)."""
+        import socket
+        if self._command is None:
+            self._command = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._command.connect(self.serial_path)
+        self._command.sendall(text.encode())
+
+    def console_size(self):
+        try:
+            return os.path.getsize(self.console)
+        except OSError:
+            return 0
+
     def read_console(self):
         try:
-            with open(self.console, errors="replace") as f:
+            # latin-1: one character per byte, so offsets agree with console_size()
+            with open(self.console, encoding="latin-1", newline="") as f:
                 return f.read()
         except FileNotFoundError:
             return ""
@@ -230,6 +265,12 @@ class Guest:
         log(f"  last console lines of {self.name}:")
         for line in self.console_tail().splitlines():
             log(f"  | {line}")
+
+
+def make_qcow2(path, size="64M"):
+    """An empty qcow2 disk: savevm needs one to store its snapshots in."""
+    subprocess.run([QEMU_IMG, "create", "-q", "-f", "qcow2", path, size], check=True)
+    return path
 
 
 def splats(console):
