@@ -19,6 +19,7 @@ HEADERS    := $(BUILD)/linux-headers
 GUEST      := $(BUILD)/guest
 RESULTS    := $(BUILD)/results
 BZIMAGE    := $(LINUX_OBJ)/arch/x86/boot/bzImage
+UPSTREAM_VMLINUZ := $(BUILD)/upstream-kernel/vmlinuz
 INITRAMFS  := $(GUEST)/initramfs.cpio.gz
 FRAGMENT   := kernel-patches/guest.config
 
@@ -35,7 +36,7 @@ STAGE := scripts/stage.sh
 
 .DEFAULT_GOAL := all
 .PHONY: all help deps sources qemu kernel guest check check-qtest check-guest \
-	demo bench guest-test export-patches clean distclean FORCE
+	demo bench guest-test scenarios export-patches clean distclean FORCE
 
 all: qemu kernel guest ## build everything and run the demo
 	@$(STAGE) demo scripts/demo.sh
@@ -77,13 +78,31 @@ $(GUEST)/bin/%: guest-tests/%.c $(wildcard guest-tests/*.h) $(LINUX_OBJ)/.reseed
 $(INITRAMFS): $(GUEST_BINS) guest/init scripts/build-initramfs.sh
 	@$(STAGE) initramfs scripts/build-initramfs.sh $(LINUX_SRC) $@ $(GUEST_BINS)
 
-# --- 7./8. tests: QEMU's qtests, KUnit and guest tests, then the summary line
-check: qemu kernel guest ## run every test; ends with 'N passed, N failed'
+# --- 7./8. tests: each suite writes build/results/<suite>.tap; the summary comes last
+check: qemu kernel guest $(UPSTREAM_VMLINUZ) ## run every test; ends with 'N passed, N failed'
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
 	-@$(STAGE) check-qtest scripts/check-qtest.sh $(QEMU_SRC) $(QEMU_OBJ) $(RESULTS)/qtest.tap
 	-@$(STAGE) check-guest scripts/guest-test.py --kunit --name check-guest \
 		--tap $(RESULTS)/guest.tap $(subst $(eval) ,$(comma),$(GUEST_TESTS))
+	-@$(STAGE) check-guest-leak-off scripts/guest-test.py --name check-guest-leak-off \
+		--device virtio-rng-pci,id=rng0,leak=off --tap $(RESULTS)/guest-leak-off.tap epoch_abi
+	-@$(STAGE) check-differential scripts/tap-step.sh $(RESULTS)/differential.tap \
+		"io_uring_sysctl: same results on our 6.1 and on Debian's $(UPSTREAM_KERNEL_PACKAGE)" \
+		scripts/differential.sh io_uring_sysctl $(BZIMAGE) $(UPSTREAM_VMLINUZ) $(INITRAMFS)
+	-@$(STAGE) check-scenarios snapshot-scenarios/run.py --tap $(RESULTS)/scenario.tap
+	-@$(STAGE) check-spec scripts/tap-step.sh $(RESULTS)/spec.tap \
+		"docs/spec: rng-leak.md and statements.tsv agree with rng-leak.tex" \
+		scripts/spec-md.py --check docs/spec/statements.tsv docs/spec/rng-leak.tex docs/spec/rng-leak.md
+	-@$(STAGE) check-conformance scripts/tap-step.sh $(RESULTS)/zz-conformance.tap \
+		"conformance: every normative statement has a passing test ($(RESULTS)/conformance.md)" \
+		scripts/conformance.py docs/spec/statements.tsv $(RESULTS) $(RESULTS)/conformance.md
 	@scripts/summary.py $(RESULTS)
+
+$(UPSTREAM_VMLINUZ): versions.mk scripts/fetch-kernel.sh | $(STAMP)/deps
+	@$(STAGE) upstream-kernel scripts/fetch-kernel.sh $(UPSTREAM_KERNEL_PACKAGE) $@
+
+scenarios: qemu guest ## run the snapshot scenarios: make scenarios [KERNEL=img] [ONLY=3,6]
+	snapshot-scenarios/run.py $(if $(KERNEL),--kernel $(KERNEL)) $(if $(ONLY),--only $(ONLY))
 
 comma := ,
 

@@ -13,8 +13,8 @@ Markdown view of the same text for a browser, with an anchor per statement id.
 Every paragraph of a normative block must be preceded by a line "%% id: ID" and
 contain an RFC 2119 keyword (MUST, SHOULD, MAY, ...); ids are unique, D ids sit in
 device blocks and R ids in driver blocks; descriptive text has no uppercase keyword.
---check also compares STATEMENTS.tsv with the text: the same ids, and for each the
-same section and sentence.  --statements prints "id<TAB>section<TAB>sentence" for
+--check writes nothing: it compares STATEMENTS.tsv with the text (the same ids, and
+for each the same section and sentence) and OUT.md with what the text renders to.  --statements prints "id<TAB>section<TAB>sentence" for
 every statement, to start or extend STATEMENTS.tsv.  Exits 1 on any error.
 """
 import re
@@ -358,7 +358,17 @@ def main(argv):
     spec = Spec(argv[0])
     spec.parse()
     errors = spec.errors + (check(spec, tsv) if tsv else [])
-    if not spec.errors:
+    if not spec.errors and tsv:
+        # --check writes nothing: the committed Markdown must already be current.
+        try:
+            with open(argv[1], encoding="utf-8") as f:
+                current = f.read() == spec.markdown()
+        except OSError:
+            current = False
+        if not current:
+            errors.append(f"{argv[1]} is not what {argv[0]} renders to: run "
+                          f"'scripts/spec-md.py {argv[0]} {argv[1]}' and commit it")
+    elif not spec.errors:
         with open(argv[1], "w", encoding="utf-8") as f:
             f.write(spec.markdown())
     for e in errors:
