@@ -138,19 +138,23 @@ def main():
     t0 = time.monotonic()
     g.start()
     hung = False
-    try:
-        g.wait_exit(a.timeout)
-    except vm.Timeout:
-        hung = True
-        g.kill()
+    first_tap = None
+    while g.alive():
+        if first_tap is None and "\nTAP version" in g.read_console():
+            first_tap = time.monotonic() - t0
+        if time.monotonic() - t0 > a.timeout:
+            hung = True
+            break
+        time.sleep(0.02)
     g.kill()
     elapsed = time.monotonic() - t0
     console = g.read_console()
 
     first = re.search(r"^(?:\[[^\]]*\]\s*)?(?:TAP version|ok 1|not ok 1)", console, re.M)
     up = console.find(vm.USERSPACE_UP)
-    print(f"# boot to user space: {'reached' if up >= 0 else 'NOT reached'}; "
-          f"run time {elapsed:.1f}s", flush=True)
+    tap_at = f"after {first_tap:.2f}s" if first_tap is not None else "never"
+    print(f"# boot to user space: {'reached' if up >= 0 else 'NOT reached'}; first TAP line "
+          f"{tap_at}; run time {elapsed:.1f}s ({g.accel.upper()})", flush=True)
 
     if a.kunit:
         kunit_results(console, tap)
