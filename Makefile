@@ -14,14 +14,15 @@ STAMP      := $(BUILD)/stamp
 QEMU_SRC   := $(SRC)/qemu
 LINUX_SRC  := $(SRC)/linux
 QEMU_OBJ   := $(BUILD)/qemu
-LINUX_OBJ  := $(BUILD)/linux
-HEADERS    := $(BUILD)/linux-headers
+# make KASAN=1 ...: the same kernel with KASAN, in its own build directory (README).
+LINUX_OBJ  := $(BUILD)/linux$(if $(KASAN),-kasan)
+HEADERS    := $(LINUX_OBJ)-headers
 GUEST      := $(BUILD)/guest
 RESULTS    := $(BUILD)/results
 BZIMAGE    := $(LINUX_OBJ)/arch/x86/boot/bzImage
 UPSTREAM_VMLINUZ := $(BUILD)/upstream-kernel/vmlinuz
 INITRAMFS  := $(GUEST)/initramfs.cpio.gz
-FRAGMENT   := kernel-patches/guest.config
+FRAGMENT   := kernel-patches/guest.config $(if $(KASAN),kernel-patches/kasan.config)
 
 # Guest programs: every guest-tests/*.c; bench_* run only under 'make bench'.
 GUEST_PROGS  := $(sort $(basename $(notdir $(wildcard guest-tests/*.c))))
@@ -108,7 +109,7 @@ comma := ,
 
 guest-test: qemu guest ## boot the guest and run one test: make guest-test T=smoke
 	@test -n "$(T)" || { echo "usage: make guest-test T=NAME (one of: $(GUEST_TESTS))"; exit 2; }
-	scripts/guest-test.py --name guest-test-$(T) $(T)
+	scripts/guest-test.py --name guest-test-$(T) --kernel $(BZIMAGE) $(T)
 
 demo: qemu guest ## boot the guest and tell what happened, in plain words
 	@$(STAGE) demo scripts/demo.sh
