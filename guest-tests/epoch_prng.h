@@ -9,6 +9,9 @@
  *
  * With epoch == NULL the generator is unguarded: the behaviour of every user-space PRNG
  * today, and the negative control of the snapshot scenarios.
+ *
+ * Like arc4random, it keeps the rest of its last ChaCha20 block for the next call, so that
+ * small requests do not each cost a whole block; a reseed throws that rest away.
  */
 #ifndef EPOCH_PRNG_H
 #define EPOCH_PRNG_H
@@ -24,6 +27,8 @@ struct epoch_prng {
 	const volatile uint32_t *epoch;	/* the mapped epoch page, or NULL */
 	uint32_t seen;			/* epoch value at the last seed */
 	uint64_t reseeds;
+	uint32_t block[16];		/* the last block; its last 'avail' bytes are unused */
+	unsigned int avail;
 };
 
 #define EPOCH_PRNG_ROTL(v, n) (((v) << (n)) | ((v) >> (32 - (n))))
@@ -70,6 +75,8 @@ static inline int epoch_prng_seed(struct epoch_prng *p)
 	if (getrandom(p->key, sizeof(p->key), 0) != sizeof(p->key))
 		return -1;
 	p->counter = 0;
+	memset(p->block, 0, sizeof(p->block));
+	p->avail = 0;
 	p->reseeds++;
 	return 0;
 }
@@ -84,18 +91,28 @@ static inline int epoch_prng_init(struct epoch_prng *p, const volatile uint32_t 
 /* Fill out[0..len) with generator output; reseed first if the epoch moved. */
 static inline int epoch_prng_bytes(struct epoch_prng *p, void *out, size_t len)
 {
-	uint8_t *dst = out;
-	uint32_t block[16];
+	uint8_t *dst = out, *rest = (uint8_t *)p->block;
+	size_t n;
 
 	if (p->epoch && __builtin_expect(*p->epoch != p->seen, 0) && epoch_prng_seed(p))
 		return -1;
-	while (len) {
-		size_t n = len < sizeof(block) ? len : sizeof(block);
+	n = len < p->avail ? len : p->avail;
+	memcpy(dst, rest + sizeof(p->block) - p->avail, n);
+	memset(rest + sizeof(p->block) - p->avail, 0, n);
+	p->avail -= n;
+	dst += n;
+	len -= n;
+	for (; len >= sizeof(p->block); dst += sizeof(p->block), len -= sizeof(p->block)) {
+		uint32_t block[16];
 
 		epoch_prng_block(p->key, p->counter++, block);
-		memcpy(dst, block, n);
-		dst += n;
-		len -= n;
+		memcpy(dst, block, sizeof(block));
+	}
+	if (len) {
+		epoch_prng_block(p->key, p->counter++, p->block);
+		memcpy(dst, p->block, len);
+		memset(p->block, 0, len);
+		p->avail = sizeof(p->block) - len;
 	}
 	return 0;
 }
