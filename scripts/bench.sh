@@ -20,6 +20,28 @@ QTEST_QEMU_BINARY=build/qemu/qemu-system-x86_64 QTEST_QEMU_IMG=build/qemu/qemu-i
 	-p /x86_64/pc/i440FX-pcihost/pci-bus-pc/pci-bus/virtio-rng-pci/virtio-rng-pci-tests/leak-bench \
 	2>&1 | sed -n 's/^# \(virtio-rng leak.*\)/   \1/p'
 
+echo "== 2. epoch-guarded user-space ChaCha20 generator vs unguarded vs getrandom(2)"
+echo "   in the guest (TCG: wall-clock figures carry the emulator's noise):"
+scripts/guest-test.py --name bench-epoch --raw --timeout 600 bench_epoch_prng | grep -v '^ok '
+echo "   on the host, instructions per call (valgrind --tool=callgrind, stable run to run;"
+echo "   an anonymous page stands in for the epoch page):"
+host=build/bench/bench_epoch_prng_host
+mkdir -p build/bench
+gcc -O2 -D_GNU_SOURCE -I guest-tests -o "$host" guest-tests/bench_epoch_prng.c
+calls=100000
+valgrind --tool=callgrind --callgrind-out-file=build/bench/callgrind.out \
+	"$host" --anon --calls $calls >/dev/null 2>&1
+callgrind_annotate --inclusive=yes --threshold=100 build/bench/callgrind.out 2>/dev/null |
+	awk -v calls=$calls '/gen_(un)?guarded_[0-9]+/ {
+		gsub(",", "", $1); name = $0; sub(/.*:/, "", name); sub(/ .*/, "", name)
+		ir[name] = $1 / calls }
+	END {
+		for (n = 16; n <= 4096; n *= 256) {
+			g = ir["gen_guarded_" n]; u = ir["gen_unguarded_" n]
+			printf "   %4d bytes: guarded %.0f, unguarded %.0f instructions/call: guard +%.0f (%.2f %%)\n",
+				n, g, u, g - u, u ? 100 * (g - u) / u : 0
+		} }'
+
 echo "== 3. guest boot (QEMU start to the first TAP line)"
 for i in 1 2 3; do
 	scripts/guest-test.py --name bench-boot smoke | sed -n 's/^# boot to user space: reached; /   /p'

@@ -21,6 +21,9 @@ export KBUILD_BUILD_TIMESTAMP="2000-01-01" KBUILD_BUILD_USER=reseed KBUILD_BUILD
 kmake() { make -s -C "$src" O="$obj" CC="$cc" "$@"; }
 
 mkdir -p "$obj"
+# One build at a time in an object directory: two make runs there break each other.
+exec 9>"$obj.lock"
+flock 9
 sum=$(cat "${frags[@]}" | sha256sum | cut -d' ' -f1)
 if [ ! -f "$obj/.config" ] || [ "$(cat "$obj/.reseed-config" 2>/dev/null)" != "$sum" ]; then
 	kmake tinyconfig >/dev/null

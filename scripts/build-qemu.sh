@@ -31,6 +31,9 @@ config=(
 	--cc="$cc" --host-cc="$cc"
 )
 mkdir -p "$obj"
+# One build at a time in a build directory.
+exec 9>"$obj.lock"
+flock 9
 if [ ! -f "$obj/build.ninja" ] || [ "$(cat "$obj/.reseed-config" 2>/dev/null)" != "${config[*]}" ]; then
 	(cd "$obj" && "$src/configure" "${config[@]}" >configure.log 2>&1) || {
 		tail -30 "$obj/configure.log" >&2

@@ -11,7 +11,7 @@ stamp=${1:?usage: $0 STAMP}
 
 packages=(
 	# toolchain and build helpers
-	build-essential git ccache pkg-config python3 meson ninja-build flex bison bc
+	build-essential git ccache pkg-config python3 python3-ply meson ninja-build flex bison bc
 	cpio xz-utils dpkg-dev perl rsync
 	# QEMU 7.2 (x86_64-softmmu, minimal device set) and its firmware
 	libglib2.0-dev libpixman-1-dev libfdt-dev zlib1g-dev libgnutls28-dev nettle-dev
