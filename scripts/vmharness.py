@@ -262,6 +262,11 @@ class Guest:
         log(f"{self.name}: {what}")
         for cmd, args, resp in self.qmp_log[-10:]:
             log(f"  qmp {cmd} {args} -> {str(resp)[:300]}")
+        trace = [l for l in self.stderr().splitlines() if l.startswith("virtio_rng")]
+        if trace:
+            log(f"  last device trace lines of {self.name}:")
+            for line in trace[-12:]:
+                log(f"  t {line}")
         log(f"  last console lines of {self.name}:")
         for line in self.console_tail().splitlines():
             log(f"  | {line}")
