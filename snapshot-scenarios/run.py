@@ -316,6 +316,7 @@ def stream_window(ctx, tag, leak, extra_devices=(), pairs=1, dump=4096):
     """Two clones stream getrandom(8): how many outputs after resume do they share?"""
     src = Agent(f"{tag}-src", kernel=ctx.kernel, leak=leak, mode="stream",
                 extra_devices=extra_devices).boot()
+    ctx.has_epoch = src.has_epoch
     try:
         src.wait_spinning()
         time.sleep(0.5)
@@ -366,14 +367,18 @@ def s7_peer(ctx):
                                    extra_devices=("vmgenid,guid=auto",), pairs=PEER_PAIRS)
     ours, _ = stream_window(ctx, "s7-leak", leak=True, pairs=PEER_PAIRS)
     ctx.peer = (none, peer, ours)
-    check(max(ours) == 0, f"with the leak feature two clones still shared {max(ours)} "
-          "getrandom() outputs after resume")
     fmt = lambda v: "/".join(str(x) for x in v)  # noqa: E731
+    if ctx.has_epoch:
+        check(max(ours) == 0, f"with the leak feature two clones still shared {max(ours)} "
+              "getrandom() outputs after resume")
+        us = "(reseed before the first output after resume)"
+    else:
+        us = "(this kernel has no RNG epoch: the device's leak requests go unused)"
     return 6 * PEER_PAIRS, f"shared outputs: vmgenid {fmt(peer)}, leak queues {fmt(ours)}", [
         f"getrandom(8) outputs two clones shared after resume ({PEER_PAIRS} pairs each):",
         f"  no protection     {fmt(none)}",
         f"  vmgenid (peer)    {fmt(peer)}   (reseed from an ACPI notification, after vCPUs run)",
-        f"  leak queues (us)  {fmt(ours)}   (reseed before the first output after resume)",
+        f"  leak queues (us)  {fmt(ours)}   {us}",
         f"unguarded user-space generator repeated across clones: no protection "
         f"{'yes' if none_rep else 'no'}, vmgenid {'yes' if peer_rep else 'no'} "
         "(vmgenid gives user space no signal)"]
