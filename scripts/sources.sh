@@ -24,10 +24,11 @@ export GIT_AUTHOR_NAME="reseed-lab" GIT_AUTHOR_EMAIL="reseed-lab@localhost"
 export GIT_COMMITTER_NAME="reseed-lab" GIT_COMMITTER_EMAIL="reseed-lab@localhost"
 export GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" GIT_COMMITTER_DATE="2000-01-01T00:00:00Z"
 
+# Absolute paths: 'git -C "$src" am' would look for relative ones inside the tree.
 series_files() {
 	[ -f "$patches/series" ] || return 0
 	grep -vE '^[[:space:]]*(#|$)' "$patches/series" | while read -r p; do
-		echo "$patches/$p"
+		echo "$(realpath "$patches/$p")"
 	done
 }
 
@@ -81,7 +82,7 @@ apply_series() {
 	while read -r p; do
 		if ! git -C "$src" am -q -3 --committer-date-is-author-date "$p" >/dev/null 2>&1; then
 			git -C "$src" am --abort >/dev/null 2>&1 || true
-			echo "sources: patch does not apply: $p" >&2
+			echo "sources: patch does not apply: ${p#"$top/"}" >&2
 			exit 1
 		fi
 	done < <(series_files)
