@@ -4,7 +4,8 @@
 # Usage: scripts/export-patches.sh qemu|linux SRCDIR PATCHDIR VERSION
 #
 #   Writes one 'git format-patch' file per commit in pristine..HEAD of SRCDIR and the
-#   'series' file naming them in order.  Commit ids are zeroed and no signature is added,
+#   'series' file naming them in order.  Commit ids are zeroed, subjects are not
+#   numbered (adding a patch leaves the other files alone) and no signature is added,
 #   so exporting an unchanged tree leaves every file byte-identical.
 set -euo pipefail
 
@@ -19,7 +20,7 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-git -C "$src" format-patch -q --zero-commit --no-signature --no-cover-letter \
+git -C "$src" format-patch -q -N --zero-commit --no-signature --no-cover-letter \
 	-o "$tmp" pristine..HEAD
 (cd "$tmp" && ls -1 -- *.patch 2>/dev/null || true) >"$tmp/series"
 
