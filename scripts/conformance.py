@@ -17,7 +17,7 @@ guest.tap reports as 'kunit.SUITE.CASE' answer 'kunit:SUITE.CASE'.
 
 A statement's test matches a result of its suite whose name is equal to NAME, or
 else the one result whose name ends in NAME after a '/', '.', ':' or space (so
-'qtest:leak/hold' finds the full qos-test path).  Several results under one name
+'qtest:virtio-rng-pci-tests/leak-reset' finds the full qos-test path).  Several results under one name
 combine to the worst of them; a suffix that fits several names is ambiguous and
 counts as missing.  A scenario test named N-name also matches the one scenario
 result numbered N ('scenario:N title', as snapshot-scenarios/run.py prints it).

@@ -13,6 +13,8 @@ Markdown view of the same text for a browser, with an anchor per statement id.
 Every paragraph of a normative block must be preceded by a line "%% id: ID" and
 contain an RFC 2119 keyword (MUST, SHOULD, MAY, ...); ids are unique, D ids sit in
 device blocks and R ids in driver blocks; descriptive text has no uppercase keyword.
+A line "%% retired: ID REASON" records an id whose statement was withdrawn: no
+statement may use it again, and statements.tsv may not list it.
 --check writes nothing: it compares STATEMENTS.tsv with the text (the same ids, and
 for each the same section and sentence) and OUT.md with what the text renders to.  --statements prints "id<TAB>section<TAB>sentence" for
 every statement, to start or extend STATEMENTS.tsv.  Exits 1 on any error.
@@ -22,6 +24,7 @@ import sys
 
 KEYWORD = re.compile(r"\b(MUST|SHOULD|MAY|SHALL|REQUIRED|RECOMMENDED|OPTIONAL)\b")
 ID_LINE = re.compile(r"^%%\s*id:\s*(\S+)\s*$")
+RETIRED_LINE = re.compile(r"^%%\s*retired:\s*(\S+)\s*(.*?)\s*$")
 ID_FORM = re.compile(r"^RNG-LEAK-([DR])[1-9][0-9]*$")
 HEADING = re.compile(r"^\\(section|subsection|subsubsection|paragraph)\{(.*?)\}"
                      r"(?:\\label\{(.*?)\})?\s*$")
@@ -55,6 +58,7 @@ class Spec:
         self.labels = {}          # label -> (title, anchor)
         self.blocks = []          # rendered Markdown pieces
         self.statements = []      # (id, section, plain sentence)
+        self.retired = {}         # id -> reason
 
     def error(self, lineno, msg):
         self.errors.append(f"{self.path}:{lineno}: {msg}")
@@ -124,6 +128,18 @@ class Spec:
         lines = []                      # (lineno, text, pending id)
         pending = None
         for n, line in enumerate(raw, 1):
+            m = RETIRED_LINE.match(line)
+            if m:
+                ident, reason = m.groups()
+                if not ID_FORM.match(ident):
+                    self.error(n, f"retired id {ident} is not of the form RNG-LEAK-D<n> "
+                               "or RNG-LEAK-R<n>")
+                if not reason:
+                    self.error(n, f"retired id {ident} without a reason")
+                if ident in self.retired:
+                    self.error(n, f"id {ident} is retired twice")
+                self.retired[ident] = reason
+                continue
             m = ID_LINE.match(line)
             if m:
                 if pending:
@@ -283,6 +299,9 @@ class Spec:
                 self.error(sid[1], f"id {ident} is in a {block[0]} block")
             if any(ident == s[0] for s in self.statements):
                 self.error(sid[1], f"id {ident} is used twice")
+            if ident in self.retired:
+                self.error(sid[1], f"id {ident} is retired ({self.retired[ident]}): "
+                           "a new statement takes the next free number")
             if not has_keyword:
                 self.error(lineno, f"{ident} has no MUST, SHOULD or MAY")
             self.statements.append((ident, block[1], self.inline(text, False)))
@@ -337,7 +356,10 @@ def check(spec, tsv_path):
             errors.append(f"{tsv_path}:{n}: {ident} sentence differs from the text:\n"
                           f"    tsv:  {cols[2]}\n    text: {sentence}")
     for ident, (n, _) in rows.items():
-        errors.append(f"{tsv_path}:{n}: {ident} is not in {spec.path}")
+        if ident in spec.retired:
+            errors.append(f"{tsv_path}:{n}: {ident} is retired ({spec.retired[ident]})")
+        else:
+            errors.append(f"{tsv_path}:{n}: {ident} is not in {spec.path}")
     return errors
 
 
@@ -375,7 +397,7 @@ def main(argv):
         print(e, file=sys.stderr)
     kinds = {k: sum(1 for s in spec.statements if f"-{k}" in s[0]) for k in "DR"}
     print(f"spec-md: {len(spec.statements)} statements ({kinds['D']} device, "
-          f"{kinds['R']} driver), {len(errors)} errors")
+          f"{kinds['R']} driver), {len(spec.retired)} retired ids, {len(errors)} errors")
     return 1 if errors else 0
 
 
