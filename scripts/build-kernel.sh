@@ -15,6 +15,9 @@ shift 2
 frags=()
 for f in "$@"; do frags+=("$(realpath "$f")"); done
 
+# ccache keyed on paths relative to the tree's top, and not on the working directory
+# (QEMU builds with -g): a fresh clone in another folder, as CI makes, hits the cache.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(pwd)} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 cc=gcc
 command -v ccache >/dev/null && cc="ccache gcc"
 export KBUILD_BUILD_TIMESTAMP="2000-01-01" KBUILD_BUILD_USER=reseed KBUILD_BUILD_HOST=reseed-lab

@@ -19,6 +19,9 @@ cmp -s "$top/qemu-patches/reseed-lab-devices.mak" "$src/$devices" ||
 	cp "$top/qemu-patches/reseed-lab-devices.mak" "$src/$devices"
 grep -qxF "$devices" "$src/.git/info/exclude" || echo "$devices" >>"$src/.git/info/exclude"
 
+# ccache keyed on paths relative to the tree's top, and not on the working directory
+# (QEMU builds with -g): a fresh clone in another folder, as CI makes, hits the cache.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(pwd)} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 cc=gcc
 [ -x /usr/lib/ccache/gcc ] && cc=/usr/lib/ccache/gcc
 config=(
