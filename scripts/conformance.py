@@ -139,41 +139,47 @@ def match(name, candidates, suite=None):
 
 
 # --- statements -------------------------------------------------------------------
-def read_statements(path):
-    statements, errors, seen = [], [], set()
+def tsv_rows(path):
+    """(line number, columns) of every statement row of STATEMENTS.tsv: blank lines,
+    comments and the header are skipped.  spec-md.py reads the file through this too."""
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             line = line.rstrip("\n")
             if not line.strip() or line.startswith("#"):
                 continue
             cols = line.split("\t")
-            if cols[0] == "id":
-                continue
-            where = f"{path}:{n}"
-            if len(cols) < 3 or len(cols) > 4:
-                errors.append(f"{where}: expected 4 tab-separated columns, found {len(cols)}")
-                continue
-            ident, section, sentence = (c.strip() for c in cols[:3])
-            field = cols[3].strip() if len(cols) == 4 else ""
-            if ident in seen:
-                errors.append(f"{where}: {ident} appears twice")
-            seen.add(ident)
-            st = {"id": ident, "section": section, "statement": sentence,
-                  "tests": [], "untestable": None}
-            if field.lower().startswith("untestable"):
-                reason = field.partition(":")[2].strip()
-                if not reason:
-                    errors.append(f"{where}: {ident} is untestable without a reason")
-                st["untestable"] = reason
-            elif field:
-                for test in (t.strip() for t in field.split(",")):
-                    suite, colon, name = test.partition(":")
-                    if not colon or suite not in SUITES or not name.strip():
-                        errors.append(f"{where}: {ident}: '{test}' is not SUITE:NAME "
-                                      f"with SUITE one of {', '.join(SUITES)}")
-                        continue
-                    st["tests"].append((suite, name.strip()))
-            statements.append(st)
+            if cols[0] != "id":
+                yield n, cols
+
+
+def read_statements(path):
+    statements, errors, seen = [], [], set()
+    for n, cols in tsv_rows(path):
+        where = f"{path}:{n}"
+        if len(cols) < 3 or len(cols) > 4:
+            errors.append(f"{where}: expected 4 tab-separated columns, found {len(cols)}")
+            continue
+        ident, section, sentence = (c.strip() for c in cols[:3])
+        field = cols[3].strip() if len(cols) == 4 else ""
+        if ident in seen:
+            errors.append(f"{where}: {ident} appears twice")
+        seen.add(ident)
+        st = {"id": ident, "section": section, "statement": sentence,
+              "tests": [], "untestable": None}
+        if field.lower().startswith("untestable"):
+            reason = field.partition(":")[2].strip()
+            if not reason:
+                errors.append(f"{where}: {ident} is untestable without a reason")
+            st["untestable"] = reason
+        elif field:
+            for test in (t.strip() for t in field.split(",")):
+                suite, colon, name = test.partition(":")
+                if not colon or suite not in SUITES or not name.strip():
+                    errors.append(f"{where}: {ident}: '{test}' is not SUITE:NAME "
+                                  f"with SUITE one of {', '.join(SUITES)}")
+                    continue
+                st["tests"].append((suite, name.strip()))
+        statements.append(st)
     if not statements and not errors:
         errors.append(f"{path}: no statements")
     return statements, errors

@@ -19,8 +19,12 @@ statement may use it again, and statements.tsv may not list it.
 for each the same section and sentence) and OUT.md with what the text renders to.  --statements prints "id<TAB>section<TAB>sentence" for
 every statement, to start or extend STATEMENTS.tsv.  Exits 1 on any error.
 """
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from conformance import tsv_rows  # noqa: E402
 
 KEYWORD = re.compile(r"\b(MUST|SHOULD|MAY|SHALL|REQUIRED|RECOMMENDED|OPTIONAL)\b")
 ID_LINE = re.compile(r"^%%\s*id:\s*(\S+)\s*$")
@@ -325,17 +329,7 @@ class Spec:
 
 
 def read_tsv(path):
-    rows = {}
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line.strip() or line.startswith("#"):
-                continue
-            cols = line.split("\t")
-            if cols[0] == "id":
-                continue
-            rows[cols[0]] = (n, cols)
-    return rows
+    return {cols[0]: (n, cols) for n, cols in tsv_rows(path)}
 
 
 def check(spec, tsv_path):

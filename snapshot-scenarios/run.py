@@ -27,6 +27,7 @@ Ends with one table: scenario, VMs, result, spin figure, time.
 """
 
 import argparse
+import contextlib
 import itertools
 import os
 import re
@@ -45,8 +46,8 @@ READY = r"^# scenario: ready page_gpa=(0x[0-9a-f]+) mode=(\w+) epoch=(\w+)"
 # Not anchored at line starts: after a loadvm the UART's restored state can glue an agent
 # line to the end of the previous one in the console log.
 EVENT = re.compile(r"# scenario: event n=(\d+) final_spins=(\d+) old_epoch=(0x[0-9a-f]+) "
-                   r"new_epoch=(0x[0-9a-f]+) reseeds=(\d+) getrandom=([0-9a-f]+) "
-                   r"prng=([0-9a-f]+)")
+                   r"new_epoch=(0x[0-9a-f]+) reseeds=(\d+) getrandom=([0-9a-f]{64}) "
+                   r"prng=([0-9a-f]{64})")
 PAGE = struct.Struct("<QQIIQ")          # struct agent_page
 AGENT_MAGIC = 0x72657365656421
 
@@ -206,26 +207,47 @@ def s2_loadvm(ctx):
         f"share {100 * ns / 1e9 / loadvm:.3f} %"]
 
 
-def clones(ctx, tag, cpu="max", leak=True, mode="epoch", want_epoch=True):
-    """Boot a source, save it to a file, start CLONES clones from it; return events."""
-    src = Agent(f"{tag}-src", kernel=ctx.kernel, cpu=cpu, leak=leak, mode=mode).boot()
+def saved_source(ctx, tag, settle, want_epoch=False, **agent):
+    """Boot a source agent, let it run for settle seconds, save it to a migration file
+    and end it.  Returns (source, N at the snapshot, path of the file)."""
+    src = Agent(f"{tag}-src", kernel=ctx.kernel, **agent).boot()
+    ctx.has_epoch = src.has_epoch
     try:
         if want_epoch:
             require_epoch(src)
         src.wait_spinning()
-        time.sleep(0.3)
+        time.sleep(settle)
         path = os.path.join(vm.RUNDIR, f"{tag}.migration")
         n = save_to_file(src, path)
     finally:
         src.kill()
+    return src, n, path
+
+
+@contextlib.contextmanager
+def clone_of(ctx, tag, i, src, path, **agent):
+    """Clone i, started with -incoming from path and paused until the caller's cont;
+    on an error its QMP exchange, device trace and console are printed; always ended."""
+    c = Agent(f"{tag}-clone{i}", kernel=ctx.kernel, incoming=path, **agent)
+    c.g.start()
+    try:
+        c.wait_migrated()
+        c.gpa = src.gpa       # same memory: the agent page is where the source had it
+        yield c
+    except Exception:
+        c.g.report_failure(f"{tag} clone {i}")
+        raise
+    finally:
+        c.kill()
+
+
+def clones(ctx, tag, cpu="max", leak=True, mode="epoch", want_epoch=True):
+    """Boot a source, save it to a file, start CLONES clones from it; return events."""
+    agent = {"cpu": cpu, "leak": leak, "mode": mode}
+    src, n, path = saved_source(ctx, tag, 0.3, want_epoch=want_epoch, **agent)
     events = []
     for i in range(CLONES):
-        c = Agent(f"{tag}-clone{i}", kernel=ctx.kernel, cpu=cpu, leak=leak, mode=mode,
-                  incoming=path)
-        c.g.start()
-        try:
-            c.wait_migrated()
-            c.gpa = src.gpa       # same memory: the agent page is where the source had it
+        with clone_of(ctx, tag, i, src, path, **agent) as c:
             check(c.page()["spins"] == n, f"clone {i}: spin count differs from the source")
             mark = c.g.console_size()
             c.g.qmp("cont")
@@ -234,11 +256,6 @@ def clones(ctx, tag, cpu="max", leak=True, mode="epoch", want_epoch=True):
             ev = c.wait_event(mark)
             ev["n_snapshot"] = n
             events.append(ev)
-        except Exception:
-            c.g.report_failure(f"clone {i}")
-            raise
-        finally:
-            c.kill()
     os.unlink(path)
     return n, events
 
@@ -311,7 +328,8 @@ def s6_negative(ctx):
     same_prng = len({e["prng"] for e in evs}) == 1
     same_kernel = len({e["getrandom"] for e in evs}) == 1
     check(same_prng, "without the leak feature the clones' generator outputs should repeat "
-          "each other, and they did not: the scenarios could not tell a broken device")
+          "each other, and they did not: the scenarios could not tell a broken device; "
+          "per clone: " + ", ".join(f"{i}: n={e['n']} {e['prng'][:16]}" for i, e in enumerate(evs)))
     return CLONES + 1, "n/a", [
         f"all {CLONES} clones printed generator output {evs[0]['prng'][:16]}..",
         f"getrandom() outputs: {'all identical' if same_kernel else 'differ'}"]
@@ -319,24 +337,11 @@ def s6_negative(ctx):
 
 def stream_window(ctx, tag, leak, extra_devices=(), pairs=1, dump=4096):
     """Two clones stream getrandom(8): how many outputs after resume do they share?"""
-    src = Agent(f"{tag}-src", kernel=ctx.kernel, leak=leak, mode="stream",
-                extra_devices=extra_devices).boot()
-    ctx.has_epoch = src.has_epoch
-    try:
-        src.wait_spinning()
-        time.sleep(0.5)
-        path = os.path.join(vm.RUNDIR, f"{tag}.migration")
-        n = save_to_file(src, path)
-    finally:
-        src.kill()
+    agent = {"leak": leak, "mode": "stream", "extra_devices": extra_devices}
+    src, n, path = saved_source(ctx, tag, 0.5, **agent)
     dumps, prngs = [], []
     for i in range(2 * pairs):
-        c = Agent(f"{tag}-clone{i}", kernel=ctx.kernel, leak=leak, mode="stream",
-                  extra_devices=extra_devices, incoming=path)
-        c.g.start()
-        try:
-            c.wait_migrated()
-            c.gpa = src.gpa
+        with clone_of(ctx, tag, i, src, path, **agent) as c:
             c.g.qmp("cont")
             time.sleep(1.0)
             mark = c.g.console_size()
@@ -352,11 +357,6 @@ def stream_window(ctx, tag, leak, extra_devices=(), pairs=1, dump=4096):
             c.g.send_command("event\n")
             prngs.append(c.wait_event(mark)["prng"])
             dumps.append(vals)
-        except Exception:
-            c.g.report_failure(f"stream clone {i}")
-            raise
-        finally:
-            c.kill()
     os.unlink(path)
     shared = []
     for a, b in zip(dumps[0::2], dumps[1::2]):
