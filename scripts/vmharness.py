@@ -316,13 +316,15 @@ def _kvm_probe():
 
 
 def choose_accel():
-    """'kvm' when a real boot works there, else 'tcg'; cached per kernel build."""
+    """'kvm' when a real boot works there, else 'tcg'; cached per host kernel and QEMU
+    build (whether KVM works is the host's property, not the guest kernel's, so a
+    rebuilt guest kernel does not pay for a new probe)."""
     forced = os.environ.get("RESEED_ACCEL")
     if forced:
         return forced
     cache = os.path.join(BUILD, "accel")
-    st = os.stat(KERNEL)
-    key = f"{st.st_size}:{int(st.st_mtime)}"
+    st = os.stat(QEMU)
+    key = f"{os.uname().release}:{st.st_size}:{int(st.st_mtime)}"
     try:
         with open(cache) as f:
             k, accel, why = f.read().rstrip("\n").split("\t")
