@@ -254,7 +254,6 @@ def clones(ctx, tag, cpu="max", leak=True, mode="epoch", want_epoch=True):
             if mode == "line":
                 c.g.send_command("go\n")
             ev = c.wait_event(mark)
-            ev["n_snapshot"] = n
             events.append(ev)
     os.unlink(path)
     return n, events
@@ -278,7 +277,6 @@ def clone_scenario(ctx, tag, cpu):
     worst = max(atomic(ev, n, f"clone {i}") for i, ev in enumerate(evs))
     pairwise_different([e["getrandom"] for e in evs], "getrandom() output")
     pairwise_different([e["prng"] for e in evs], "user-space generator output")
-    ctx.last_clones = (n, evs)
     return CLONES + 1, f"max final-N={worst} (N={n})", [
         f"clone {i}: epoch {e['old']:#010x} -> {e['new']:#010x}, getrandom {e['getrandom'][:16]}..,"
         f" generator {e['prng'][:16]}.." for i, e in enumerate(evs)]
@@ -372,7 +370,6 @@ def s7_peer(ctx):
     peer, peer_rep = stream_window(ctx, "s7-vmgenid", leak=False,
                                    extra_devices=("vmgenid,guid=auto",), pairs=PEER_PAIRS)
     ours, _ = stream_window(ctx, "s7-leak", leak=True, pairs=PEER_PAIRS)
-    ctx.peer = (none, peer, ours)
     fmt = lambda v: "/".join(str(x) for x in v)  # noqa: E731
     if ctx.has_epoch:
         check(max(ours) == 0, f"with the leak feature two clones still shared {max(ours)} "
