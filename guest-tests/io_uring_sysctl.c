@@ -98,6 +98,23 @@ static int sysctl_read_int(const char *path, int *value)
 	return 0;
 }
 
+/* Both sysctls as a test found them, so that its teardown can put them back. */
+struct io_uring_sysctls {
+	int disabled, group;
+};
+
+static int sysctls_save(struct io_uring_sysctls *saved)
+{
+	return sysctl_read_int(DISABLED_PATH, &saved->disabled) ?:
+	       sysctl_read_int(GROUP_PATH, &saved->group);
+}
+
+static void sysctls_restore(const struct io_uring_sysctls *saved)
+{
+	sysctl_write_int(DISABLED_PATH, saved->disabled);
+	sysctl_write_int(GROUP_PATH, saved->group);
+}
+
 static bool sysctls_present(void)
 {
 	return access(DISABLED_PATH, F_OK) == 0 && access(GROUP_PATH, F_OK) == 0;
@@ -405,23 +422,21 @@ static int ring_survives_switch_as(const struct identity *id, int disabled)
 /* --- the sysctl files themselves -------------------------------------------------------- */
 
 FIXTURE(sysctl_values) {
-	int disabled, group;
+	struct io_uring_sysctls saved;
 };
 
 FIXTURE_SETUP(sysctl_values)
 {
 	if (!sysctls_present())
 		SKIP(return, "kernel has no kernel.io_uring_disabled / io_uring_group");
-	ASSERT_EQ(0, sysctl_read_int(DISABLED_PATH, &self->disabled));
-	ASSERT_EQ(0, sysctl_read_int(GROUP_PATH, &self->group));
+	ASSERT_EQ(0, sysctls_save(&self->saved));
 }
 
 FIXTURE_TEARDOWN(sysctl_values)
 {
 	if (_metadata->skip)
 		return;
-	sysctl_write_int(DISABLED_PATH, self->disabled);
-	sysctl_write_int(GROUP_PATH, self->group);
+	sysctls_restore(&self->saved);
 }
 
 /* The 6.1 harness runs the case even when its setup skipped. */
@@ -430,8 +445,8 @@ FIXTURE_TEARDOWN(sysctl_values)
 TEST_F(sysctl_values, defaults_are_0_and_minus_1)
 {
 	RETURN_IF_SKIPPED();
-	ASSERT_EQ(0, self->disabled);
-	ASSERT_EQ(-1, self->group);
+	ASSERT_EQ(0, self->saved.disabled);
+	ASSERT_EQ(-1, self->saved.group);
 }
 
 TEST_F(sysctl_values, disabled_accepts_0_1_2)
@@ -513,7 +528,7 @@ TEST_F(sysctl_values, unprivileged_user_cannot_write)
 /* --- who may create a ring, for each value of io_uring_disabled ------------------------- */
 
 FIXTURE(io_uring_disabled) {
-	int disabled, group;
+	struct io_uring_sysctls saved;
 };
 
 /* Whether each kind of caller may create a ring at this value of io_uring_disabled. */
@@ -540,16 +555,14 @@ FIXTURE_SETUP(io_uring_disabled)
 {
 	if (!sysctls_present())
 		SKIP(return, "kernel has no kernel.io_uring_disabled / io_uring_group");
-	ASSERT_EQ(0, sysctl_read_int(DISABLED_PATH, &self->disabled));
-	ASSERT_EQ(0, sysctl_read_int(GROUP_PATH, &self->group));
+	ASSERT_EQ(0, sysctls_save(&self->saved));
 }
 
 FIXTURE_TEARDOWN(io_uring_disabled)
 {
 	if (_metadata->skip)
 		return;
-	sysctl_write_int(DISABLED_PATH, self->disabled);
-	sysctl_write_int(GROUP_PATH, self->group);
+	sysctls_restore(&self->saved);
 }
 
 static void set_sysctls(struct __test_metadata *_metadata, int disabled, int group)
