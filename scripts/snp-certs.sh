@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# snp-certs.sh - make the fake AMD certificate chain the SEV-SNP responder signs with.
+#
+# Usage: scripts/snp-certs.sh OUTDIR
+#
+#   OUTDIR/ark.{key,pem,der}   fake ARK: RSA-4096, self-signed, RSASSA-PSS with SHA-384
+#   OUTDIR/ask.{key,pem,der}   fake ASK: RSA-4096, signed by the ARK, RSASSA-PSS
+#   OUTDIR/vcek.{key,pem,der}  fake VCEK: ECDSA P-384, signed by the ASK, RSASSA-PSS
+#   OUTDIR/ask_ark.pem         ASK then ARK, the shape of AMD's cert_chain file
+#
+#   The same shape as AMD's Milan chain (see ../shared/testdata/snp-milan): the PSS
+#   parameters SHA-384 / MGF1-SHA-384 / salt 48, CA constraints on ARK and ASK.  The keys
+#   are made here, at build time, and stay in build/: none is ever committed.  Run again
+#   with a complete OUTDIR, it does nothing.
+set -euo pipefail
+[ $# -eq 1 ] || { echo "usage: $0 OUTDIR" >&2; exit 2; }
+out=$1
+[ -s "$out/ask_ark.pem" ] && exit 0
+tmp=$(mktemp -d "${out%/}.tmp.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+umask 077
+
+pss=(-sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:48 -sigopt rsa_mgf1_md:sha384)
+subj() { echo "/OU=Engineering/C=US/L=Santa Clara/ST=CA/O=reseed-lab fake AMD/CN=$1"; }
+
+cat >"$tmp/ext.cnf" <<EOX
+[ca]
+basicConstraints = critical,CA:true
+keyUsage = critical,keyCertSign,cRLSign
+subjectKeyIdentifier = hash
+[vcek]
+basicConstraints = critical,CA:false
+keyUsage = critical,digitalSignature
+EOX
+
+openssl genpkey -quiet -algorithm RSA -pkeyopt rsa_keygen_bits:4096 -out "$tmp/ark.key"
+openssl genpkey -quiet -algorithm RSA -pkeyopt rsa_keygen_bits:4096 -out "$tmp/ask.key"
+openssl genpkey -quiet -algorithm EC -pkeyopt ec_paramgen_curve:P-384 \
+	-pkeyopt ec_param_enc:named_curve -out "$tmp/vcek.key"
+
+openssl req -new -x509 -key "$tmp/ark.key" -sha384 "${pss[@]}" -days 9000 \
+	-subj "$(subj ARK-Milan)" -set_serial 1 \
+	-extensions ca -config "$tmp/ext.cnf" -out "$tmp/ark.pem"
+openssl req -new -key "$tmp/ask.key" -subj "$(subj SEV-Milan)" -out "$tmp/ask.csr"
+openssl x509 -req -in "$tmp/ask.csr" -CA "$tmp/ark.pem" -CAkey "$tmp/ark.key" \
+	-sha384 "${pss[@]}" -days 9000 -set_serial 2 \
+	-extensions ca -extfile "$tmp/ext.cnf" -out "$tmp/ask.pem" 2>/dev/null
+openssl req -new -key "$tmp/vcek.key" -subj "$(subj SEV-VCEK)" -out "$tmp/vcek.csr"
+openssl x509 -req -in "$tmp/vcek.csr" -CA "$tmp/ask.pem" -CAkey "$tmp/ask.key" \
+	-sha384 "${pss[@]}" -days 9000 -set_serial 0 \
+	-extensions vcek -extfile "$tmp/ext.cnf" -out "$tmp/vcek.pem" 2>/dev/null
+
+for c in ark ask vcek; do
+	openssl x509 -in "$tmp/$c.pem" -outform DER -out "$tmp/$c.der"
+done
+cat "$tmp/ask.pem" "$tmp/ark.pem" >"$tmp/ask_ark.pem"
+# The chain must verify as AMD's does, or nothing downstream means anything.
+openssl verify -CAfile "$tmp/ark.pem" -untrusted "$tmp/ask.pem" "$tmp/vcek.pem" >/dev/null
+rm -f "$tmp"/*.csr "$tmp/ext.cnf"
+chmod 644 "$tmp"/*.pem "$tmp"/*.der
+mkdir -p "$out"
+mv "$tmp"/* "$out"/
