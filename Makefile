@@ -24,9 +24,12 @@ UPSTREAM_VMLINUZ := $(BUILD)/upstream-kernel/vmlinuz
 INITRAMFS  := $(GUEST)/initramfs.cpio.gz
 FRAGMENT   := kernel-patches/guest.config $(if $(KASAN),kernel-patches/kasan.config)
 
-# Guest programs: every guest-tests/*.c; bench_* run only under 'make bench'.
+# Guest programs: every guest-tests/*.c; bench_* run only under 'make bench'; the
+# attestation tests need the fake SEV-SNP responder and run from scripts/check-attest.py.
 GUEST_PROGS  := $(sort $(basename $(notdir $(wildcard guest-tests/*.c))))
-GUEST_TESTS  := $(filter-out bench_% scenario_%,$(GUEST_PROGS))
+ATTEST_TESTS := tsm_report sev_vmpck_wipe
+GUEST_TESTS  := $(filter-out bench_% scenario_% $(ATTEST_TESTS),$(GUEST_PROGS))
+SNP_CERTS    := $(BUILD)/snp/ask_ark.pem
 GUEST_BINS   := $(addprefix $(GUEST)/bin/,$(GUEST_PROGS))
 GUEST_CFLAGS := -static -O2 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Werror \
 		-D_GNU_SOURCE \
@@ -36,10 +39,10 @@ GUEST_CFLAGS := -static -O2 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compar
 STAGE := scripts/stage.sh
 
 .DEFAULT_GOAL := all
-.PHONY: all help deps sources qemu kernel guest check check-qtest check-guest \
+.PHONY: all help deps sources qemu kernel guest certs check check-qtest check-guest \
 	demo bench guest-test scenarios export-patches clean distclean FORCE
 
-all: qemu kernel guest ## build everything and run the demo
+all: qemu kernel guest $(SNP_CERTS) ## build everything and run the demo
 	@$(STAGE) demo scripts/demo.sh
 
 help: ## list the targets
@@ -79,14 +82,20 @@ $(GUEST)/bin/%: guest-tests/%.c $(wildcard guest-tests/*.h) $(LINUX_OBJ)/.reseed
 $(INITRAMFS): $(GUEST_BINS) guest/init scripts/build-initramfs.sh
 	@$(STAGE) initramfs scripts/build-initramfs.sh $(LINUX_SRC) $@ $(GUEST_BINS)
 
+# --- the fake AMD certificate chain (ARK, ASK, VCEK) the SEV-SNP responder signs with
+certs: $(SNP_CERTS) ## make the fake AMD ARK/ASK/VCEK in build/snp (openssl)
+$(SNP_CERTS): scripts/snp-certs.sh | $(STAMP)/deps
+	@$(STAGE) certs scripts/snp-certs.sh $(@D)
+
 # --- 7./8. tests: each suite writes build/results/<suite>.tap; the summary comes last
-check: qemu kernel guest $(UPSTREAM_VMLINUZ) ## run every test; ends with 'N passed, N failed'
+check: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## run every test; ends with 'N passed, N failed'
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
 	-@$(STAGE) check-qtest scripts/check-qtest.sh $(QEMU_SRC) $(QEMU_OBJ) $(RESULTS)/qtest.tap
 	-@$(STAGE) check-guest scripts/guest-test.py --kunit --name check-guest \
 		--tap $(RESULTS)/guest.tap $(subst $(eval) ,$(comma),$(GUEST_TESTS))
 	-@$(STAGE) check-guest-leak-off scripts/guest-test.py --name check-guest-leak-off \
 		--device virtio-rng-pci,id=rng0,leak=off --tap $(RESULTS)/guest-leak-off.tap epoch_abi
+	-@$(STAGE) check-attest scripts/check-attest.py $(RESULTS)
 	-@$(STAGE) check-differential scripts/tap-step.sh $(RESULTS)/differential.tap \
 		"io_uring_sysctl: same results on our 6.1 and on Debian's $(UPSTREAM_KERNEL_PACKAGE)" \
 		scripts/differential.sh io_uring_sysctl $(BZIMAGE) $(UPSTREAM_VMLINUZ) $(INITRAMFS)
@@ -107,14 +116,15 @@ scenarios: qemu guest ## run the snapshot scenarios: make scenarios [KERNEL=img]
 
 comma := ,
 
-guest-test: qemu guest ## boot the guest and run one test: make guest-test T=smoke
-	@test -n "$(T)" || { echo "usage: make guest-test T=NAME (one of: $(GUEST_TESTS))"; exit 2; }
-	scripts/guest-test.py --name guest-test-$(T) --kernel $(BZIMAGE) $(T)
+guest-test: qemu guest $(SNP_CERTS) ## boot the guest and run one test: make guest-test T=smoke
+	@test -n "$(T)" || { echo "usage: make guest-test T=NAME (one of: $(GUEST_TESTS) $(ATTEST_TESTS))"; exit 2; }
+	scripts/guest-test.py --name guest-test-$(T) --kernel $(BZIMAGE) \
+		$(if $(filter $(T),$(ATTEST_TESTS)),--snp) $(T)
 
-demo: qemu guest ## boot the guest and tell what happened, in plain words
+demo: qemu guest $(SNP_CERTS) ## boot the guest and tell what happened, in plain words
 	@$(STAGE) demo scripts/demo.sh
 
-bench: qemu guest ## run the benchmarks and print the figures
+bench: qemu guest $(SNP_CERTS) ## run the benchmarks and print the figures
 	@$(STAGE) bench scripts/bench.sh
 
 clean: ## remove test results and guest run directories (keeps the builds)

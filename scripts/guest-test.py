@@ -134,6 +134,8 @@ def main():
     p.add_argument("--append", default="", help="more kernel command line")
     p.add_argument("--device", action="append", default=None,
                    help="QEMU -device (repeatable; default virtio-rng-pci)")
+    p.add_argument("--snp", action="store_true",
+                   help="add the fake SEV-SNP responder (docs/snp-responder.md)")
     p.add_argument("--cpu", default="max")
     p.add_argument("--raw", action="store_true",
                    help="programs that print figures, not TAP (benchmarks): show their "
@@ -142,6 +144,8 @@ def main():
 
     names = [t for t in a.tests.split(",") if t]
     devices = a.device if a.device is not None else ["virtio-rng-pci,id=rng0"]
+    if a.snp:
+        devices = devices + [vm.snp_responder()]
     tap = Tap(a.tap)
     print(f"# {vm.accel_line()}", flush=True)
     g = vm.Guest(a.name, append=f"tests={','.join(names)} {a.append}", kernel=a.kernel,

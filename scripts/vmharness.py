@@ -35,6 +35,17 @@ SPLAT = re.compile(
     r"possible (circular|recursive) locking|inconsistent lock state|"
     r"suspicious RCU usage|INFO: task .* blocked|Call Trace:")
 
+# The fake SEV-SNP responder (docs/snp-responder.md) with the chain scripts/snp-certs.sh
+# made in build/snp.
+SNP_CERTS = os.path.join(BUILD, "snp")
+
+
+def snp_responder(extra=""):
+    d = SNP_CERTS
+    return (f"sev-snp-responder,id=snp0,vcek-key={d}/vcek.key,vcek-cert={d}/vcek.der,"
+            f"ask-cert={d}/ask.der,ark-cert={d}/ark.der{extra}")
+
+
 USERSPACE_UP = "# reseed-lab: userspace up"
 ALL_DONE = "# reseed-lab: all tests done"
 
