@@ -187,8 +187,8 @@ int main(int argc, char **argv)
 	}
 	wall = now_us() - t0;
 	report_line("ioctl SNP_GET_EXT_REPORT (baseline):", lat, n, wall);
-	printf("configfs-tsm p50 / ioctl p50: %.2fx (mkdir, inblob, outblob, auxblob "
-	       "copy, rmdir on top of the same request)\n", serial_p50 / pct(lat, n, 0.5));
+	printf("configfs-tsm p50 / ioctl p50: %.2fx (mkdir, inblob, outblob, rmdir "
+	       "around the same request)\n", serial_p50 / pct(lat, n, 0.5));
 	close(fd);
 	return 0;
 }
