@@ -192,6 +192,20 @@ static inline const struct cert_entry *cert_find(const uint8_t *table, size_t le
 	return NULL;
 }
 
+/* A sysfs file holding one hex number (0x1b36), or 0 when unreadable. */
+static inline unsigned int read_hex_file(const char *path)
+{
+	unsigned int v = 0;
+	FILE *f = fopen(path, "r");
+
+	if (f) {
+		if (fscanf(f, "%x", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
 /*
  * The responder's BAR0, mapped through sysfs: the register block, or NULL when the
  * device is absent.
@@ -207,26 +221,15 @@ static inline volatile uint8_t *responder_map(void)
 		return NULL;
 	while (!regs && (d = readdir(dir))) {
 		char p[512];
-		unsigned int vendor = 0, device = 0;
-		FILE *f;
+		unsigned int vendor, device;
 		int fd;
 
 		if (d->d_name[0] == '.')
 			continue;
 		snprintf(p, sizeof(p), "%s/%s/vendor", base, d->d_name);
-		f = fopen(p, "r");
-		if (!f)
-			continue;
-		if (fscanf(f, "%x", &vendor) != 1)
-			vendor = 0;
-		fclose(f);
+		vendor = read_hex_file(p);
 		snprintf(p, sizeof(p), "%s/%s/device", base, d->d_name);
-		f = fopen(p, "r");
-		if (!f)
-			continue;
-		if (fscanf(f, "%x", &device) != 1)
-			device = 0;
-		fclose(f);
+		device = read_hex_file(p);
 		if (vendor != RESPONDER_VENDOR || device != RESPONDER_DEVICE)
 			continue;
 		snprintf(p, sizeof(p), "%s/%s/resource0", base, d->d_name);
