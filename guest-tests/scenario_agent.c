@@ -17,6 +17,9 @@
  *                    page->spins of a ring; on 'dump N K' from the console print outputs
  *                    N..N+K-1, so that the host can find where two clones stop agreeing;
  *                    on 'event' print an event line with the unguarded generator.
+ *   scenario=attest  on 'report TAG' from ttyS1, get an attestation report through
+ *                    configfs-tsm with TAG as REPORT_DATA and print whether it worked,
+ *                    with the RNG epoch of the moment: the sev-guest side of scenario 9.
  *
  * The host types its commands on the second UART, ttyS1, which the agent only reads
  * (echo off); all output goes to the console, ttyS0.
@@ -37,6 +40,7 @@
 
 #include "rng_uapi.h"
 #include "epoch_prng.h"
+#include "tsm_util.h"
 
 #ifndef RNDEPOCH
 #define RNDEPOCH _IO('R', 0x08)
@@ -226,6 +230,52 @@ static void run_stream(struct epoch_prng *prng)
 	}
 }
 
+/* One report for the nonce TAG (zero-padded): 0 or an errno. */
+static int attest_once(const char *tag)
+{
+	uint8_t nonce[TSM_INBLOB_MAX] = { 0 }, report[SNP_REPORT_SIZE];
+	char item[64];
+	ssize_t n;
+	int err;
+
+	snprintf((char *)nonce, sizeof(nonce), "%s", tag);
+	snprintf(item, sizeof(item), "scenario-%s", tag);
+	err = tsm_mkdir(item);
+	if (err)
+		return err;
+	err = tsm_write(item, "inblob", nonce, sizeof(nonce));
+	if (!err) {
+		n = tsm_read(item, "outblob", report, sizeof(report));
+		if (n < 0)
+			err = -n;
+		else if (n != SNP_REPORT_SIZE ||
+			 memcmp(report + SNP_REPORT_DATA, nonce, sizeof(nonce)))
+			err = EBADMSG;
+	}
+	tsm_rmdir(item);
+	return err;
+}
+
+static void run_attest(void)
+{
+	char line[256], tag[32];
+
+	for (;;) {
+		int err;
+
+		printf("# scenario: waiting for a line on ttyS1\n");
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), command))
+			die("command input");
+		if (sscanf(line, "report %31s", tag) != 1)
+			continue;
+		err = attest_once(tag);
+		printf("# scenario: attest tag=%s rc=%d (%s) epoch=0x%08x\n", tag, err,
+		       err ? strerror(err) : "ok", epoch ? *epoch : 0);
+		fflush(stdout);
+	}
+}
+
 int main(void)
 {
 	struct epoch_prng prng;
@@ -271,6 +321,8 @@ int main(void)
 		run_epoch(&prng);
 	else if (!strcmp(mode, "stream"))
 		run_stream(&prng);
+	else if (!strcmp(mode, "attest"))
+		run_attest();
 	else
 		run_line(&prng);
 	return 0;

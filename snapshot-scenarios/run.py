@@ -20,14 +20,20 @@ guest memory read while the VM is stopped and from what the agent prints afterwa
   8 the driver, from device traces     a leak before DRIVER_OK, then leaks while running
                                        and while stopped: the driver's requests (held,
                                        performed, queues, epoch values) as the spec says
+  9 attestation (sev-snp-responder)    configfs-tsm reports keep working across savevm/
+                                       loadvm and in clones: sev-guest's sequence number
+                                       (guest memory) and the responder's come back
+                                       together; the IV reuse this implies is reported
 
 Where the kernel has no RNG epoch (RNDEPOCH fails), scenarios 1-5 and 8 report 'not
-applicable' (TAP SKIP with that reason) and 6-7 still measure what the kernel does.
+applicable' (TAP SKIP with that reason) and 6-7 still measure what the kernel does;
+where it has no configfs-tsm provider for the responder, 9 is not applicable.
 Ends with one table: scenario, VMs, result, spin figure, time.
 """
 
 import argparse
 import contextlib
+import errno
 import itertools
 import os
 import re
@@ -69,11 +75,13 @@ class Agent:
     """One guest running scenario_agent, and what we know of its page."""
 
     def __init__(self, name, mode="epoch", kernel=vm.KERNEL, leak=True, cpu="max",
-                 disk=False, extra_devices=(), incoming=None):
+                 disk=False, extra_devices=(), incoming=None, trace=()):
         rng = "virtio-rng-pci,id=rng0" + ("" if leak else ",leak=off")
         # The device's leak trace (held, performed, rejected, events) goes to qemu.stderr
         # in the run directory: a few lines per leak, and what explains a failure.
         extra = ["-trace", "enable=virtio_rng_leak*"]
+        for t in trace:
+            extra += ["-trace", f"enable={t}"]
         if incoming:
             extra += ["-S", "-incoming", f"exec:cat {incoming}"]
         self.name = name
@@ -609,6 +617,79 @@ def s8_driver(ctx):
         "epochs: " + " ".join(f"{e:#010x}" for e in epochs)]
 
 
+ATTEST = r"# scenario: attest tag={} rc=(\d+) \((.*?)\) epoch=(0x[0-9a-f]+)"
+PSP_REQUEST = re.compile(r"snp_responder_request exit_code 0x[0-9a-f]+ type (\d+) vmpck (\d+) "
+                         r"seqno (\d+) exitinfo2 0x([0-9a-f]+)")
+SNP_AGENT = {"mode": "attest", "extra_devices": (vm.snp_responder(),),
+             "trace": ("snp_responder_request",)}
+
+
+def attest(agent, tag, timeout=60):
+    """Have the agent get one attestation report; return the RNG epoch it saw."""
+    mark = agent.g.console_size()
+    agent.g.send_command(f"report {tag}\n")
+    m = agent.g.wait_console(ATTEST.format(re.escape(tag)), timeout, mark)
+    if int(m.group(1)) in (errno.ENOENT, errno.ENXIO):
+        raise NotApplicable(f"no configfs-tsm provider in the guest kernel ({m.group(2)})")
+    check(m.group(1) == "0", f"{agent.name}: report {tag} failed: {m.group(2)}")
+    return int(m.group(3), 16)
+
+
+def psp_seqnos(agent):
+    """The sequence numbers the responder accepted, in order (from its trace)."""
+    seqnos = []
+    for m in PSP_REQUEST.finditer(agent.g.stderr()):
+        check(int(m.group(4), 16) == 0, f"{agent.name}: the responder refused a request: "
+              f"{m.group(0)}")
+        seqnos.append(int(m.group(3)))
+    return seqnos
+
+
+def s9_attest(ctx):
+    """sev-guest keeps its message sequence number in guest memory (the secrets page's OS
+    area) and the PSP keeps its own; both must come back together from a snapshot, or the
+    first request after loadvm is refused and sev-guest wipes its VMPCK for good."""
+    a = Agent("s9", disk=True, kernel=ctx.kernel, **SNP_AGENT).boot()
+    ctx.keep(a)
+    a.wait_spinning()
+    epoch_a = attest(a, "a")
+    a.g.qmp("stop")
+    a.g.hmp("savevm s9")
+    a.g.qmp("cont")
+    attest(a, "b")
+    a.g.qmp("stop")
+    a.g.hmp("loadvm s9")
+    a.g.qmp("cont")
+    epoch_c = attest(a, "c")
+    attest(a, "d")
+    seq = psp_seqnos(a)
+    check(len(seq) == 4, f"the responder saw {len(seq)} requests for 4 reports: {seq}")
+    details = [f"responder accepted sequence numbers {seq}"]
+    if seq[2] == seq[1]:
+        details.append(f"after loadvm the guest sent {seq[2]} again, with another message: "
+                       "AES-GCM IV reuse under VMPCK0 (a real SNP guest cannot be "
+                       "snapshotted like this)")
+    if a.has_epoch:
+        check(epoch_c != epoch_a, "the RNG epoch did not move across loadvm")
+        details.append(f"RNG epoch {epoch_a:#010x} -> {epoch_c:#010x}: sev-guest could know")
+
+    # Two clones of one saved state: each continues the same sequence.
+    path = os.path.join(vm.RUNDIR, "s9.migration")
+    save_to_file(a, path)
+    a.kill()
+    clone_seq = []
+    for i in range(2):
+        with clone_of(ctx, "s9", i, a, path, disk=True, **SNP_AGENT) as c:
+            c.g.qmp("cont")
+            attest(c, f"clone{i}")
+            clone_seq.append(psp_seqnos(c))
+    os.unlink(path)
+    check(all(len(s) == 1 for s in clone_seq), f"clone requests: {clone_seq}")
+    check(clone_seq[0] == clone_seq[1], f"clones used sequence numbers {clone_seq}")
+    details.append(f"2 clones each got their report with sequence number {clone_seq[0][0]}")
+    return 3, "4 reports across savevm/loadvm, 1 in each of 2 clones", details
+
+
 SCENARIOS = [
     (1, "savevm, original resumes", s1_savevm),
     (2, "loadvm of that snapshot", s2_loadvm),
@@ -618,6 +699,7 @@ SCENARIOS = [
     (6, "negative control: leak=off", s6_negative),
     (7, "peer: vmgenid vs leak queues", s7_peer),
     (8, "driver conformance from the device's traces", s8_driver),
+    (9, "attestation across savevm/loadvm and clones", s9_attest),
 ]
 
 
