@@ -24,8 +24,11 @@ guest memory read while the VM is stopped and from what the agent prints afterwa
                                        loadvm and in clones: sev-guest's sequence number
                                        (guest memory) and the responder's come back
                                        together; the IV reuse this implies is reported
+ 10 fill-on-leak bytes alone           under -icount, without RDRAND: clones given the
+                                       same fill bytes (same -seed) repeat each other,
+                                       clones given different ones diverge
 
-Where the kernel has no RNG epoch (RNDEPOCH fails), scenarios 1-5 and 8 report 'not
+Where the kernel has no RNG epoch (RNDEPOCH fails), scenarios 1-5, 8 and 10 report 'not
 applicable' (TAP SKIP with that reason) and 6-7 still measure what the kernel does;
 where it has no configfs-tsm provider for the responder, 9 is not applicable.
 Ends with one table: scenario, VMs, result, spin figure, time.
@@ -75,13 +78,15 @@ class Agent:
     """One guest running scenario_agent, and what we know of its page."""
 
     def __init__(self, name, mode="epoch", kernel=vm.KERNEL, leak=True, cpu="max",
-                 disk=False, extra_devices=(), incoming=None, trace=()):
-        rng = "virtio-rng-pci,id=rng0" + ("" if leak else ",leak=off")
+                 disk=False, extra_devices=(), incoming=None, trace=(), qemu_args=(),
+                 rng_opts=""):
+        rng = "virtio-rng-pci,id=rng0" + ("" if leak else ",leak=off") + rng_opts
         # The device's leak trace (held, performed, rejected, events) goes to qemu.stderr
         # in the run directory: a few lines per leak, and what explains a failure.
         extra = ["-trace", "enable=virtio_rng_leak*"]
         for t in trace:
             extra += ["-trace", f"enable={t}"]
+        extra += list(qemu_args)
         if incoming:
             extra += ["-S", "-incoming", f"exec:cat {incoming}"]
         self.name = name
@@ -645,6 +650,48 @@ def psp_seqnos(agent):
     return seqnos
 
 
+FILL_CLONES = 4
+
+
+def s10_fill_bytes(ctx):
+    """What separates the clones: the device's fill-on-leak bytes, or anything else?
+    Everything runs with -icount (instruction counting: the guest's clock, TSC and timer
+    interrupts follow the instructions it ran, not host time) and without RDRAND/RDSEED.
+    The fill-on-leak bytes come from QEMU's guest random numbers, which -seed makes a
+    function of the seed; the virtio-rng request queue reads the host's /dev/urandom, so
+    it differs between clones whatever the seed.  Clones with the same seed get the same
+    fill bytes and must repeat each other; clones with different seeds must not."""
+    agent = {"cpu": "max,-rdrand,-rdseed", "rng_opts": ",rng=hostrng"}
+    base = ("-icount", "shift=0,sleep=off",
+            "-object", "rng-random,id=hostrng,filename=/dev/urandom")
+    src, n, path = saved_source(ctx, "s10", 0.3, want_epoch=True, qemu_args=base, **agent)
+    out = {}
+    for variant, seeds in (("same", [7] * FILL_CLONES), ("different", range(1, 1 + FILL_CLONES))):
+        evs = []
+        for i, seed in enumerate(seeds):
+            with clone_of(ctx, f"s10-{variant}", i, src, path,
+                          qemu_args=base + ("-seed", str(seed)), **agent) as c:
+                mark = c.g.console_size()
+                c.g.qmp("cont")
+                ev = c.wait_event(mark)
+                atomic(ev, n, f"{variant}-seed clone {i}")
+                evs.append(ev)
+        out[variant] = evs
+    os.unlink(path)
+    pairwise_different([e["getrandom"] for e in out["different"]], "getrandom() output")
+    pairwise_different([e["prng"] for e in out["different"]], "generator output")
+    same_k = {e["getrandom"] for e in out["same"]}
+    same_u = {e["prng"] for e in out["same"]}
+    check(len(same_k) == 1 and len(same_u) == 1,
+          f"clones with the same fill bytes still differ ({len(same_k)} getrandom, "
+          f"{len(same_u)} generator outputs of {FILL_CLONES}): something besides the "
+          "fill-on-leak bytes separates them")
+    return 1 + 2 * FILL_CLONES, "fill bytes alone decide", [
+        f"same -seed, {FILL_CLONES} clones: getrandom {next(iter(same_k))[:16]}.. in all",
+        f"different -seed, {FILL_CLONES} clones: {FILL_CLONES} distinct getrandom and "
+        "generator outputs"]
+
+
 def s9_attest(ctx):
     """sev-guest keeps its message sequence number in guest memory (the secrets page's OS
     area) and the PSP keeps its own; both must come back together from a snapshot, or the
@@ -700,6 +747,7 @@ SCENARIOS = [
     (7, "peer: vmgenid vs leak queues", s7_peer),
     (8, "driver conformance from the device's traces", s8_driver),
     (9, "attestation across savevm/loadvm and clones", s9_attest),
+    (10, "fill-on-leak bytes alone separate clones", s10_fill_bytes),
 ]
 
 
