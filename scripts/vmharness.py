@@ -273,11 +273,18 @@ class Guest:
         log(f"{self.name}: {what}")
         for cmd, args, resp in self.qmp_log[-10:]:
             log(f"  qmp {cmd} {args} -> {str(resp)[:300]}")
-        trace = [l for l in self.stderr().splitlines() if l.startswith("virtio_rng")]
+        lines = self.stderr().splitlines()
+        trace = [l for l in lines if l.startswith(("virtio_rng", "snp_responder"))]
         if trace:
             log(f"  last device trace lines of {self.name}:")
             for line in trace[-12:]:
                 log(f"  t {line}")
+        # What QEMU itself said (a refused incoming migration, a bad option): not trace.
+        said = [l for l in lines if l not in trace and not re.match(r"^\d+@\d", l)]
+        if said:
+            log(f"  QEMU's messages of {self.name}:")
+            for line in said[-8:]:
+                log(f"  ! {line}")
         log(f"  last console lines of {self.name}:")
         for line in self.console_tail().splitlines():
             log(f"  | {line}")
