@@ -202,7 +202,8 @@ TEST_F(tsm, outblob_is_one_request_until_the_next_write)
 	ASSERT_EQ(SNP_REPORT_SIZE, tsm_read(self->item, "outblob", self->report,
 					    sizeof(self->report)));
 	after_first = responder_requests(self->regs);
-	EXPECT_LE(before + 1, after_first);
+	/* One extended request: the 4 pages sev-guest offers hold the table. */
+	EXPECT_EQ(before + 1, after_first);
 
 	/* Read again, in 100-byte pieces: the cached report, no new PSP request. */
 	tsm_path(p, sizeof(p), self->item, "outblob");
@@ -224,7 +225,7 @@ TEST_F(tsm, outblob_is_one_request_until_the_next_write)
 	ASSERT_EQ(0, tsm_write(self->item, "inblob", self->nonce, sizeof(self->nonce)));
 	ASSERT_EQ(SNP_REPORT_SIZE, tsm_read(self->item, "outblob", again, sizeof(again)));
 	after_second = responder_requests(self->regs);
-	EXPECT_LE(after_first + 1, after_second);
+	EXPECT_EQ(after_first + 1, after_second);
 	EXPECT_EQ(0, memcmp(again + SNP_REPORT_DATA, self->nonce, sizeof(self->nonce)));
 	/* ECDSA signs with a fresh k: a new request is a new signature. */
 	EXPECT_NE(0, memcmp(again + SNP_REPORT_SIG, self->report + SNP_REPORT_SIG, 144));
