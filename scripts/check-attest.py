@@ -104,6 +104,14 @@ def host_checks(tap, console, nonce, vmpl, run):
     for ok, text in verify_mod.verify(report, have[verify_mod.GUID_VCEK],
                                       have[verify_mod.GUID_ASK], ark, nonce=nonce, vmpl=vmpl):
         tap.add(ok, f"{run}: {text}")
+    # The same key certified for another chip: chain and signature hold, the chip does not.
+    with open(os.path.join(CERTS, "vcek-otherchip.der"), "rb") as f:
+        other = f.read()
+    results = verify_mod.verify(report, other, have[verify_mod.GUID_ASK], ark)
+    refused = [t for ok, t in results if not ok]
+    tap.add(len(refused) == 1 and "hwID" in refused[0],
+            f"{run}: refused with the same key certified for another chip"
+            + (f" (refusals: {refused})" if len(refused) != 1 else ""))
 
 
 def testdata_dir():

@@ -12,6 +12,9 @@ Checks, each printed on its own line, and exits 0 only when all hold:
     from the report's certificate table alone;
   - the signature (r and s little-endian at 0x2A0 and 0x2E8) over bytes [0, 0x2A0)
     verifies with the VCEK's public key (openssl dgst -sha384 -verify);
+  - the VCEK is this chip's and this TCB's: its AMD extensions hwID (1.3.6.1.4.1.3704.1.4)
+    and the bootloader, TEE, SNP and microcode SPLs (…3704.1.3.1, .2, .3, .8) equal
+    CHIP_ID and REPORTED_TCB of the report, as AMD's verifiers check;
   - REPORT_DATA equals --nonce, VMPL equals --vmpl, when given.
 
 The certificates come from --vcek/--chain (DER or PEM; --chain holds ASK then ARK, as
@@ -34,6 +37,13 @@ GUID_ASK = uuid.UUID("4ab7b379-bbac-4fe4-a02f-05aef327c782")
 GUID_ARK = uuid.UUID("c0b406a4-a803-4952-9743-3fb6014cd0ae")
 
 
+# AMD's VCEK extensions: hwID, and the TCB security patch levels with the byte of
+# TCB_VERSION each one is.
+OID_HWID = "1.3.6.1.4.1.3704.1.4"
+OID_SPL = {"1.3.6.1.4.1.3704.1.3.1": ("bootloader", 0), "1.3.6.1.4.1.3704.1.3.2": ("tee", 1),
+           "1.3.6.1.4.1.3704.1.3.3": ("snp", 6), "1.3.6.1.4.1.3704.1.3.8": ("microcode", 7)}
+
+
 def u32(b, off):
     return int.from_bytes(b[off:off + 4], "little")
 
@@ -50,7 +60,50 @@ def report_fields(report):
         "measurement": report[0x90:0xC0],
         "report_id": report[0x140:0x160],
         "chip_id": report[0x1A0:0x1E0],
+        "reported_tcb": report[0x180:0x188],
     }
+
+
+def vcek_extensions(pem_path):
+    """{OID: value bytes} of the certificate's extensions (openssl asn1parse)."""
+    p = subprocess.run(["openssl", "asn1parse", "-in", pem_path], capture_output=True,
+                       text=True)
+    exts, oid = {}, None
+    for line in p.stdout.splitlines():
+        if "prim: OBJECT" in line:
+            oid = line.rsplit(":", 1)[1].strip()
+        elif oid and "prim: OCTET STRING" in line and "[HEX DUMP]:" in line:
+            exts[oid] = bytes.fromhex(line.split("[HEX DUMP]:", 1)[1].strip())
+            oid = None
+        else:
+            oid = None
+    return exts
+
+
+def der_int_value(b):
+    """The value of a DER INTEGER (tag 2, short length), or None."""
+    if len(b) < 3 or b[0] != 2 or b[1] != len(b) - 2:
+        return None
+    return int.from_bytes(b[2:], "big")
+
+
+def tcb_checks(f, vcek_pem):
+    """The VCEK's hwID and SPL extensions against the report."""
+    exts = vcek_extensions(vcek_pem)
+    checks = []
+    hwid = exts.get(OID_HWID)
+    checks.append((hwid is not None and hwid == f["chip_id"],
+                   "VCEK hwID extension equals CHIP_ID" + (
+                       "" if hwid == f["chip_id"] else
+                       " (absent)" if hwid is None else f" (VCEK is for {hwid.hex()[:16]}..)")))
+    bad = []
+    for oid, (name, byte) in OID_SPL.items():
+        v = der_int_value(exts.get(oid, b""))
+        if v != f["reported_tcb"][byte]:
+            bad.append(f"{name} {v} != {f['reported_tcb'][byte]}")
+    checks.append((not bad, "VCEK TCB extensions equal REPORTED_TCB"
+                   + (f" ({', '.join(bad)})" if bad else "")))
+    return checks
 
 
 def cert_table(blob):
@@ -160,6 +213,7 @@ def verify(report, vcek, ask, ark, nonce=None, vmpl=None):
         checks.append((rc == 0 and "Verified OK" in out,
                        "signature over [0, 0x2a0) with the VCEK: openssl dgst: "
                        + (out.splitlines()[-1] if out else f"exit {rc}")))
+        checks += tcb_checks(f, vcek_pem)
     if nonce is not None:
         checks.append((f["report_data"] == nonce, "REPORT_DATA equals the nonce"
                        + ("" if f["report_data"] == nonce

@@ -41,9 +41,15 @@ SNP_CERTS = os.path.join(BUILD, "snp")
 
 
 def snp_responder(extra=""):
+    """The device with the fake chain, and the chip id its VCEK certifies."""
     d = SNP_CERTS
+    try:
+        with open(os.path.join(d, "chip_id.hex")) as f:
+            chip = f",chip-id={f.read().strip()}"
+    except OSError:
+        chip = ""
     return (f"sev-snp-responder,id=snp0,vcek-key={d}/vcek.key,vcek-cert={d}/vcek.der,"
-            f"ask-cert={d}/ask.der,ark-cert={d}/ark.der{extra}")
+            f"ask-cert={d}/ask.der,ark-cert={d}/ark.der{chip}{extra}")
 
 
 USERSPACE_UP = "# reseed-lab: userspace up"
