@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# demo.sh - what 'make' ends with: scenario 3 of snapshot-scenarios/ told for a newcomer.
+# demo.sh - what 'make' ends with, told for a newcomer: scenario 3 of snapshot-scenarios/
+# (clones and randomness), then one attestation report checked on the host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec snapshot-scenarios/run.py --demo "$@"
+snapshot-scenarios/run.py --demo "$@"
+exec scripts/check-attest.py --demo
