@@ -123,6 +123,17 @@ def testdata_dir():
     return None
 
 
+def real_testdata(d):
+    """(report, VCEK, ASK, ARK) of the real AMD Milan test data in d."""
+    with open(os.path.join(d, "report.bin"), "rb") as f:
+        report = f.read()
+    with open(os.path.join(d, "vcek.der"), "rb") as f:
+        vcek = f.read()
+    with open(os.path.join(d, "ask_ark.pem"), "rb") as f:
+        ask, ark = verify_mod.split_pem(f.read())
+    return report, vcek, ask, ark
+
+
 def real_report_checks(tap):
     d = testdata_dir()
     names = ["real AMD Milan report: accepted",
@@ -134,12 +145,7 @@ def real_report_checks(tap):
         for n in names:
             tap.add(False, n, skip="../shared/testdata/snp-milan is absent (set SNP_TESTDATA)")
         return
-    with open(os.path.join(d, "report.bin"), "rb") as f:
-        report = f.read()
-    with open(os.path.join(d, "vcek.der"), "rb") as f:
-        vcek = f.read()
-    with open(os.path.join(d, "ask_ark.pem"), "rb") as f:
-        ask, ark = verify_mod.split_pem(f.read())
+    report, vcek, ask, ark = real_testdata(d)
     with open(os.path.join(CERTS, "vcek.der"), "rb") as f:
         fake_vcek = f.read()
     with open(os.path.join(CERTS, "ark.der"), "rb") as f:
@@ -199,13 +205,7 @@ def demo():
         say(f"  {'ok ' if ok else 'NOT'}  {text}")
     d = testdata_dir()
     if d:
-        with open(os.path.join(d, "report.bin"), "rb") as fh:
-            real = fh.read()
-        with open(os.path.join(d, "vcek.der"), "rb") as fh:
-            vcek = fh.read()
-        with open(os.path.join(d, "ask_ark.pem"), "rb") as fh:
-            ask, real_ark = verify_mod.split_pem(fh.read())
-        real_ok = all(ok for ok, _ in verify_mod.verify(real, vcek, ask, real_ark))
+        real_ok = all(ok for ok, _ in verify_mod.verify(*real_testdata(d)))
         say(f"The same checks on a real AMD Milan report ({d}): "
             + ("all pass." if real_ok else "FAIL."))
     ok = all(ok for ok, _ in results)
