@@ -79,6 +79,12 @@ def printed_blob(console, tag):
     return data if len(data) == size else None
 
 
+def built_cert(name):
+    """A certificate of the fake chain this build made (build/snp/NAME)."""
+    with open(os.path.join(CERTS, name), "rb") as f:
+        return f.read()
+
+
 def host_checks(tap, console, nonce, vmpl, run):
     report = printed_blob(console, "snp-outblob")
     aux = printed_blob(console, "snp-auxblob")
@@ -89,26 +95,23 @@ def host_checks(tap, console, nonce, vmpl, run):
     try:
         table = verify_mod.cert_table(aux)
     except ValueError as e:
-        tap.add(False, f"auxblob is a certificate table ({e})")
+        tap.add(False, f"{run}: auxblob is a certificate table ({e})")
         return
     have = {g: table.get(g) for g in (verify_mod.GUID_VCEK, verify_mod.GUID_ASK,
                                       verify_mod.GUID_ARK)}
     tap.add(all(have.values()), f"{run}: auxblob holds VCEK, ASK and ARK")
-    with open(os.path.join(CERTS, "ark.der"), "rb") as f:
-        ark = f.read()
-    with open(os.path.join(CERTS, "vcek.der"), "rb") as f:
-        vcek_built = f.read()
+    ark = built_cert("ark.der")
     tap.add(have[verify_mod.GUID_ARK] == ark, f"{run}: auxblob's ARK is the ARK this build made")
-    tap.add(have[verify_mod.GUID_VCEK] == vcek_built, f"{run}: auxblob's VCEK is the responder's")
+    tap.add(have[verify_mod.GUID_VCEK] == built_cert("vcek.der"),
+            f"{run}: auxblob's VCEK is the responder's")
     if not all(have.values()):
         return
     for ok, text in verify_mod.verify(report, have[verify_mod.GUID_VCEK],
                                       have[verify_mod.GUID_ASK], ark, nonce=nonce, vmpl=vmpl):
         tap.add(ok, f"{run}: {text}")
     # The same key certified for another chip: chain and signature hold, the chip does not.
-    with open(os.path.join(CERTS, "vcek-otherchip.der"), "rb") as f:
-        other = f.read()
-    results = verify_mod.verify(report, other, have[verify_mod.GUID_ASK], ark)
+    results = verify_mod.verify(report, built_cert("vcek-otherchip.der"),
+                                have[verify_mod.GUID_ASK], ark)
     refused = [t for ok, t in results if not ok]
     tap.add(len(refused) == 1 and "hwID" in refused[0],
             f"{run}: refused with the same key certified for another chip"
@@ -146,10 +149,7 @@ def real_report_checks(tap):
             tap.add(False, n, skip="../shared/testdata/snp-milan is absent (set SNP_TESTDATA)")
         return
     report, vcek, ask, ark = real_testdata(d)
-    with open(os.path.join(CERTS, "vcek.der"), "rb") as f:
-        fake_vcek = f.read()
-    with open(os.path.join(CERTS, "ark.der"), "rb") as f:
-        fake_ark = f.read()
+    fake_vcek, fake_ark = built_cert("vcek.der"), built_cert("ark.der")
 
     def all_ok(rep, v=vcek, a=ark):
         results = verify_mod.verify(rep, v, ask, a)
@@ -197,10 +197,9 @@ def demo():
         f"VCEK, and a certificate")
     say(f"table with {len(table)} certificates (VCEK, ASK, ARK).")
     say("Checked here on the host with the openssl command line, as one checks a real one:")
-    with open(os.path.join(CERTS, "ark.der"), "rb") as fh:
-        ark = fh.read()
     results = verify_mod.verify(report, table.get(verify_mod.GUID_VCEK),
-                                table.get(verify_mod.GUID_ASK), ark, nonce=nonce, vmpl=0)
+                                table.get(verify_mod.GUID_ASK), built_cert("ark.der"),
+                                nonce=nonce, vmpl=0)
     for ok, text in results:
         say(f"  {'ok ' if ok else 'NOT'}  {text}")
     d = testdata_dir()

@@ -146,8 +146,8 @@ def ecdsa_sig_der(report):
     return b"\x30" + der_length(len(body)) + body
 
 
-def openssl(*args, stdin=None):
-    p = subprocess.run(["openssl", *args], input=stdin, capture_output=True)
+def openssl(*args):
+    p = subprocess.run(["openssl", *args], capture_output=True)
     return p.returncode, (p.stdout + p.stderr).decode(errors="replace").strip()
 
 
@@ -162,6 +162,14 @@ def to_pem(data, tmp, name):
     if rc:
         raise ValueError(f"{name}: not a certificate ({out.splitlines()[-1] if out else rc})")
     return path
+
+
+def to_der(cert):
+    """A certificate (DER or PEM bytes) as DER."""
+    if not cert.lstrip().startswith(b"-----BEGIN"):
+        return cert
+    return subprocess.run(["openssl", "x509", "-outform", "DER"], input=cert,
+                          capture_output=True).stdout
 
 
 def split_pem(data):
@@ -202,7 +210,7 @@ def verify(report, vcek, ask, ark, nonce=None, vmpl=None):
         checks.append((rc == 0, "chain ARK -> ASK -> VCEK: openssl verify: "
                        + (out.splitlines()[-1] if out else f"exit {rc}")))
         pub = os.path.join(tmp, "vcek.pub")
-        rc, out = openssl("x509", "-in", vcek_pem, "-pubkey", "-noout", "-out", pub)
+        openssl("x509", "-in", vcek_pem, "-pubkey", "-noout", "-out", pub)
         signed = os.path.join(tmp, "signed.bin")
         sig = os.path.join(tmp, "sig.der")
         with open(signed, "wb") as fh:
@@ -274,18 +282,6 @@ def main():
         print(f"{'ok' if ok else 'not ok'} - {text}")
         bad += not ok
     return 1 if bad else 0
-
-
-def to_der(cert):
-    if not cert.lstrip().startswith(b"-----BEGIN"):
-        return cert
-    with tempfile.TemporaryDirectory(prefix="snp-verify.") as tmp:
-        src = os.path.join(tmp, "c.pem")
-        with open(src, "wb") as fh:
-            fh.write(cert)
-        p = subprocess.run(["openssl", "x509", "-in", src, "-outform", "DER"],
-                           capture_output=True)
-        return p.stdout
 
 
 if __name__ == "__main__":
