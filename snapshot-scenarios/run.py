@@ -258,18 +258,20 @@ def clones(ctx, tag, cpu="max", leak=True, mode="epoch", want_epoch=True):
     """Boot a source, save it to a file, start CLONES clones from it; return events."""
     agent = {"cpu": cpu, "leak": leak, "mode": mode}
     src, n, path = saved_source(ctx, tag, 0.3, want_epoch=want_epoch, **agent)
-    events = []
-    for i in range(CLONES):
-        with clone_of(ctx, tag, i, src, path, **agent) as c:
-            check(c.page()["spins"] == n, f"clone {i}: spin count differs from the source")
-            mark = c.g.console_size()
-            c.g.qmp("cont")
-            if mode == "line":
-                c.g.send_command("go\n")
-            ev = c.wait_event(mark)
-            events.append(ev)
+    events = [clone_event(ctx, tag, i, src, n, path, **agent) for i in range(CLONES)]
     os.unlink(path)
     return n, events
+
+
+def clone_event(ctx, tag, i, src, n, path, **agent):
+    """Start clone i of src from path, let it run, return the agent's first event."""
+    with clone_of(ctx, tag, i, src, path, **agent) as c:
+        check(c.page()["spins"] == n, f"clone {i}: spin count differs from the source")
+        mark = c.g.console_size()
+        c.g.qmp("cont")
+        if c.mode == "line":
+            c.g.send_command("go\n")
+        return c.wait_event(mark)
 
 
 class Ctx:
@@ -667,15 +669,11 @@ def s10_fill_bytes(ctx):
     src, n, path = saved_source(ctx, "s10", 0.3, want_epoch=True, qemu_args=base, **agent)
     out = {}
     for variant, seeds in (("same", [7] * FILL_CLONES), ("different", range(1, 1 + FILL_CLONES))):
-        evs = []
-        for i, seed in enumerate(seeds):
-            with clone_of(ctx, f"s10-{variant}", i, src, path,
-                          qemu_args=base + ("-seed", str(seed)), **agent) as c:
-                mark = c.g.console_size()
-                c.g.qmp("cont")
-                ev = c.wait_event(mark)
-                atomic(ev, n, f"{variant}-seed clone {i}")
-                evs.append(ev)
+        evs = [clone_event(ctx, f"s10-{variant}", i, src, n, path,
+                           qemu_args=base + ("-seed", str(seed)), **agent)
+               for i, seed in enumerate(seeds)]
+        for i, ev in enumerate(evs):
+            atomic(ev, n, f"{variant}-seed clone {i}")
         out[variant] = evs
     os.unlink(path)
     pairwise_different([e["getrandom"] for e in out["different"]], "getrandom() output")
