@@ -38,6 +38,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "cmdline.h"
 #include "rng_uapi.h"
 #include "epoch_prng.h"
 #include "tsm_util.h"
@@ -106,27 +107,6 @@ static FILE *open_command(void)
 	if (!f)
 		die("fdopen ttyS1");
 	return f;
-}
-
-static const char *cmdline_value(const char *key, char *buf, size_t len)
-{
-	FILE *f = fopen("/proc/cmdline", "r");
-	char line[4096], *tok, *save;
-	size_t klen = strlen(key);
-
-	if (!f || !fgets(line, sizeof(line), f)) {
-		if (f)
-			fclose(f);
-		return NULL;
-	}
-	fclose(f);
-	for (tok = strtok_r(line, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
-		if (!strncmp(tok, key, klen) && tok[klen] == '=') {
-			snprintf(buf, len, "%s", tok + klen + 1);
-			return buf;
-		}
-	}
-	return NULL;
 }
 
 static void hex(char *dst, const uint8_t *src, size_t len)

@@ -30,6 +30,7 @@
 
 #include <linux/sev-guest.h>
 
+#include "cmdline.h"
 #include "kselftest_harness.h"
 #include "tsm_util.h"
 
@@ -418,24 +419,15 @@ TEST_F(tsm, sixty_four_items_at_once_get_their_own_reports)
 /* The nonce of snp_nonce=HEX on the kernel command line: true when given. */
 static bool cmdline_nonce(uint8_t *nonce)
 {
-	char buf[4096], *p;
-	FILE *f = fopen("/proc/cmdline", "r");
-	size_t n;
+	char hex[2 * TSM_INBLOB_MAX + 1];
 	int i;
 
-	if (!f)
+	if (!cmdline_value("snp_nonce", hex, sizeof(hex)))
 		return false;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	p = strstr(buf, "snp_nonce=");
-	if (!p)
-		return false;
-	p += strlen("snp_nonce=");
 	for (i = 0; i < TSM_INBLOB_MAX; i++) {
 		unsigned int byte;
 
-		if (sscanf(p + 2 * i, "%2x", &byte) != 1)
+		if (sscanf(hex + 2 * i, "%2x", &byte) != 1)
 			return false;
 		nonce[i] = byte;
 	}
