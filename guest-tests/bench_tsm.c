@@ -52,24 +52,14 @@ static double pct(double *v, int n, double p)
 	return v[i];
 }
 
-/* One report through configfs; 0 or an errno. */
+/* One report through configfs with @seq as nonce; 0 or an errno. */
 static int one_report(const char *item, int seq)
 {
 	uint8_t nonce[TSM_INBLOB_MAX] = { 0 }, report[SNP_REPORT_SIZE];
-	int err;
+	const char *stage;
 
 	memcpy(nonce, &seq, sizeof(seq));
-	err = tsm_mkdir(item);
-	if (err)
-		return err;
-	err = tsm_write(item, "inblob", nonce, sizeof(nonce));
-	if (!err && tsm_read(item, "outblob", report, sizeof(report)) != SNP_REPORT_SIZE)
-		err = EIO;
-	if (!err && memcmp(report + SNP_REPORT_DATA, nonce, sizeof(nonce)))
-		err = EBADMSG;
-	if (tsm_rmdir(item) && !err)
-		err = errno;
-	return err;
+	return tsm_report_once(item, nonce, report, &stage);
 }
 
 struct job {

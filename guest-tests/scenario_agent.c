@@ -214,26 +214,12 @@ static void run_stream(struct epoch_prng *prng)
 static int attest_once(const char *tag)
 {
 	uint8_t nonce[TSM_INBLOB_MAX] = { 0 }, report[SNP_REPORT_SIZE];
+	const char *stage;
 	char item[64];
-	ssize_t n;
-	int err;
 
 	snprintf((char *)nonce, sizeof(nonce), "%s", tag);
 	snprintf(item, sizeof(item), "scenario-%s", tag);
-	err = tsm_mkdir(item);
-	if (err)
-		return err;
-	err = tsm_write(item, "inblob", nonce, sizeof(nonce));
-	if (!err) {
-		n = tsm_read(item, "outblob", report, sizeof(report));
-		if (n < 0)
-			err = -n;
-		else if (n != SNP_REPORT_SIZE ||
-			 memcmp(report + SNP_REPORT_DATA, nonce, sizeof(nonce)))
-			err = EBADMSG;
-	}
-	tsm_rmdir(item);
-	return err;
+	return tsm_report_once(item, nonce, report, &stage);
 }
 
 static void run_attest(void)

@@ -362,31 +362,16 @@ static void *concurrent_worker(void *arg)
 	struct worker *w = arg;
 	uint8_t nonce[TSM_INBLOB_MAX], report[SNP_REPORT_SIZE];
 	struct timespec t0, t1;
+	const char *stage;
 	char item[64];
-	ssize_t n;
 
 	snprintf(item, sizeof(item), "c%d-%d", getpid(), w->index);
 	fill_nonce(nonce, sizeof(nonce));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	w->err = tsm_mkdir(item);
-	if (w->err) {
-		snprintf(w->what, sizeof(w->what), "mkdir: %s", strerror(w->err));
-		return NULL;
-	}
-	w->err = tsm_write(item, "inblob", nonce, sizeof(nonce));
-	if (w->err) {
-		snprintf(w->what, sizeof(w->what), "inblob: %s", strerror(w->err));
-	} else if ((n = tsm_read(item, "outblob", report, sizeof(report))) != SNP_REPORT_SIZE) {
-		w->err = n < 0 ? -n : EIO;
-		snprintf(w->what, sizeof(w->what), "outblob: %zd", n);
-	} else if (memcmp(report + SNP_REPORT_DATA, nonce, sizeof(nonce))) {
-		w->err = EBADMSG;
-		snprintf(w->what, sizeof(w->what), "REPORT_DATA is another item's nonce");
-	}
-	if (tsm_rmdir(item) && !w->err) {
-		w->err = errno;
-		snprintf(w->what, sizeof(w->what), "rmdir");
-	}
+	w->err = tsm_report_once(item, nonce, report, &stage);
+	if (w->err)
+		snprintf(w->what, sizeof(w->what), "%s", w->err == EBADMSG ?
+			 "REPORT_DATA is another item's nonce" : stage);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	w->ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
 	return NULL;

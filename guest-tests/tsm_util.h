@@ -143,6 +143,42 @@ static inline long long tsm_read_num(const char *item, const char *attr)
 	return strtoll(buf, NULL, 0);
 }
 
+/*
+ * One attestation report, the way an agent gets it: mkdir @item, write @nonce as its
+ * inblob, read the outblob into @report and check that it carries @nonce, rmdir.
+ * Returns 0 or an errno (EIO: a short outblob; EBADMSG: the report carries another
+ * nonce), and in *@stage the step that failed.
+ */
+static inline int tsm_report_once(const char *item, const uint8_t nonce[TSM_INBLOB_MAX],
+				  uint8_t report[SNP_REPORT_SIZE], const char **stage)
+{
+	ssize_t n;
+	int err, rm;
+
+	*stage = "mkdir";
+	err = tsm_mkdir(item);
+	if (err)
+		return err;
+	*stage = "inblob";
+	err = tsm_write(item, "inblob", nonce, TSM_INBLOB_MAX);
+	if (!err) {
+		*stage = "outblob";
+		n = tsm_read(item, "outblob", report, SNP_REPORT_SIZE);
+		if (n < 0)
+			err = -n;
+		else if (n != SNP_REPORT_SIZE)
+			err = EIO;
+		else if (memcmp(report + SNP_REPORT_DATA, nonce, TSM_INBLOB_MAX))
+			err = EBADMSG;
+	}
+	rm = tsm_rmdir(item);
+	if (rm && !err) {
+		*stage = "rmdir";
+		err = rm;
+	}
+	return err;
+}
+
 /* The sev_guest module parameter vmpck_id, or -1. */
 static inline int sev_vmpck_id(void)
 {
