@@ -11,3 +11,7 @@ CONFIG_VGA_PCI=y
 CONFIG_PARALLEL=y
 CONFIG_E1000_PCI=y
 CONFIG_SEV_SNP_RESPONDER=y
+# QEMU 10.0: hw/i386/Kconfig's PC "imply"s FDC_ISA where 7.2 "select"ed it, so
+# --without-default-devices drops the floppy controller that 7.2's '-M pc' has; a
+# 7.2 migration stream then fails on its 'fdc' section.  Keep 7.2's device set.
+CONFIG_FDC_ISA=y
