@@ -32,6 +32,7 @@
 #include <linux/io_uring.h>
 
 #include "kselftest_harness.h"
+#include "harness_compat.h"
 
 #define DISABLED_PATH	"/proc/sys/kernel/io_uring_disabled"
 #define GROUP_PATH	"/proc/sys/kernel/io_uring_group"
@@ -434,13 +435,11 @@ FIXTURE_SETUP(sysctl_values)
 
 FIXTURE_TEARDOWN(sysctl_values)
 {
-	if (_metadata->skip)
+	if (HARNESS_SKIPPED(_metadata))
 		return;
 	sysctls_restore(&self->saved);
 }
 
-/* The 6.1 harness runs the case even when its setup skipped. */
-#define RETURN_IF_SKIPPED()	do { if (_metadata->skip) return; } while (0)
 
 TEST_F(sysctl_values, defaults_are_0_and_minus_1)
 {
@@ -560,7 +559,7 @@ FIXTURE_SETUP(io_uring_disabled)
 
 FIXTURE_TEARDOWN(io_uring_disabled)
 {
-	if (_metadata->skip)
+	if (HARNESS_SKIPPED(_metadata))
 		return;
 	sysctls_restore(&self->saved);
 }

@@ -32,6 +32,7 @@
 
 #include "cmdline.h"
 #include "kselftest_harness.h"
+#include "harness_compat.h"
 #include "tsm_util.h"
 
 #define CERTS_MAX	(16 * 1024)	/* SEV_FW_BLOB_MAX_SIZE */
@@ -84,11 +85,10 @@ FIXTURE_SETUP(tsm)
 
 FIXTURE_TEARDOWN(tsm)
 {
-	if (!_metadata->skip)
+	if (!HARNESS_SKIPPED(_metadata))
 		EXPECT_EQ(0, tsm_rmdir(self->item));
 }
 
-#define RETURN_IF_SKIPPED()	do { if (_metadata->skip) return; } while (0)
 
 TEST_F(tsm, provider_is_sev_guest)
 {
