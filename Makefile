@@ -1,28 +1,53 @@
 # reseed-lab: QEMU device model + guest driver co-development tree for VM snapshot and
 # clone safety.  This file is the table of contents; each stage is a script in scripts/.
 #
-#   make            build everything and run the demo
-#   make check      build everything and run every test; ends with 'N passed, N failed'
-#   make help       list the targets
+#   make                 build the newest row of base trees and run the demo
+#   make check           build every row and run every test; ends with 'N passed, N failed'
+#   make ... ROW=6.1     the same for one row (rows and versions: versions.mk)
+#   make help            list the targets
 
 include versions.mk
 
-SHELL      := /bin/bash
+SHELL := /bin/bash
+comma := ,
+
+# --- the row: one Linux base and the QEMU of the same Debian release
+ROW ?=
+R   := $(or $(ROW),$(DEFAULT_ROW))
+ifeq ($(filter $(R),$(ROWS)),)
+$(error ROW=$(R) is not a row of versions.mk; the rows are: $(ROWS))
+endif
+CHECK_ROWS := $(or $(ROW),$(ROWS))
+QV         := $(QEMU_OF_ROW_$(R))
+
 BUILD      := build
 SRC        := $(BUILD)/src
 STAMP      := $(BUILD)/stamp
-QEMU_SRC   := $(SRC)/qemu
-LINUX_SRC  := $(SRC)/linux
-QEMU_OBJ   := $(BUILD)/qemu
+QEMU_SRC   := $(SRC)/qemu-$(QV)
+LINUX_SRC  := $(SRC)/linux-$(R)
+QEMU_OBJ   := $(BUILD)/qemu-$(QV)
+QEMU_BIN   := $(QEMU_OBJ)/qemu-system-x86_64
 # make KASAN=1 ...: the same kernel with KASAN, in its own build directory (README).
-LINUX_OBJ  := $(BUILD)/linux$(if $(KASAN),-kasan)
+LINUX_OBJ  := $(BUILD)/linux-$(R)$(if $(KASAN),-kasan)
 HEADERS    := $(LINUX_OBJ)-headers
-GUEST      := $(BUILD)/guest
-RESULTS    := $(BUILD)/results
+GUEST      := $(BUILD)/guest-$(R)$(if $(KASAN),-kasan)
+RESULTS_ALL := $(BUILD)/results
+RESULTS    := $(RESULTS_ALL)/$(R)
 BZIMAGE    := $(LINUX_OBJ)/arch/x86/boot/bzImage
+KERNEL_BUILT := $(LINUX_OBJ)/.reseed-built
 UPSTREAM_VMLINUZ := $(BUILD)/upstream-kernel/vmlinuz
 INITRAMFS  := $(GUEST)/initramfs.cpio.gz
-FRAGMENT   := kernel-patches/guest.config $(if $(KASAN),kernel-patches/kasan.config)
+KPATCHES   := kernel-patches/$(R)
+QPATCHES   := qemu-patches/$(QV)
+FRAGMENT   := kernel-patches/guest.config $(KPATCHES)/guest.config \
+	$(if $(KASAN),kernel-patches/kasan.config)
+
+# Every script that boots a guest (scripts/vmharness.py) takes the row from here.
+export RESEED_ROW     := $(R)
+export RESEED_QEMU    := $(abspath $(QEMU_OBJ))
+export RESEED_QEMU_SRC := $(abspath $(QEMU_SRC))
+export RESEED_KERNEL  := $(abspath $(BZIMAGE))
+export RESEED_INITRD  := $(abspath $(INITRAMFS))
 
 # Guest programs: every guest-tests/*.c; bench_* run only under 'make bench'; the
 # attestation tests need the fake SEV-SNP responder and run from scripts/check-attest.py.
@@ -31,7 +56,10 @@ ATTEST_TESTS := tsm_report sev_vmpck_wipe
 GUEST_TESTS  := $(filter-out bench_% scenario_% $(ATTEST_TESTS),$(GUEST_PROGS))
 SNP_CERTS    := $(BUILD)/snp/ask_ark.pem
 GUEST_BINS   := $(addprefix $(GUEST)/bin/,$(GUEST_PROGS))
-GUEST_CFLAGS := -static -O2 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Werror \
+# -Wno-clobbered: 6.12's kselftest_harness.h vforks for the teardown (-Wextra warns on
+# its own variables, which the kernel's selftests, built without -Wextra, never see).
+GUEST_CFLAGS := -static -O2 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
+		-Wno-clobbered -Werror \
 		-D_GNU_SOURCE \
 		-I $(HEADERS)/include -I guest-tests \
 		-I $(LINUX_SRC)/tools/testing/selftests
@@ -39,96 +67,113 @@ GUEST_CFLAGS := -static -O2 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compar
 STAGE := scripts/stage.sh
 
 .DEFAULT_GOAL := all
-.PHONY: all help deps sources qemu kernel guest certs check check-qtest check-guest \
-	demo bench guest-test scenarios export-patches clean distclean FORCE
+.PHONY: all help deps sources qemu kernel guest certs check check-row demo bench \
+	guest-test scenarios export-patches clean distclean FORCE
 
-all: qemu kernel guest $(SNP_CERTS) ## build everything and run the demo
-	@$(STAGE) demo scripts/demo.sh
+all: qemu kernel guest $(SNP_CERTS) ## build the row (default: the newest) and run the demo
+	@$(STAGE) demo[$(R)] scripts/demo.sh
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
+	@echo "  rows: $(ROWS) (default $(DEFAULT_ROW)); pick one with ROW=..."
 
 # --- 1. packages from Debian's archive (adds deb-src entries when missing)
 deps: $(STAMP)/deps ## install the Debian packages the build and the tests need
 $(STAMP)/deps: scripts/deps.sh
 	@$(STAGE) deps scripts/deps.sh $@
 
-# --- 2. pristine sources as git trees, the series applied as commits
-sources: $(STAMP)/deps ## unpack QEMU and Linux from Debian and apply the series
-	@$(STAGE) sources-qemu scripts/sources.sh qemu $(QEMU_SRC) qemu-patches '$(QEMU_DEB_VERSION)'
-	@$(STAGE) sources-linux scripts/sources.sh linux $(LINUX_SRC) kernel-patches '$(LINUX_DEB_VERSION)'
+# --- 2. pristine sources as git trees, the series applied as commits.  The recipes run
+# every time (FORCE) and touch their target only when the tree changed, so what
+# depends on them is rebuilt exactly then.
+sources: $(QEMU_SRC)/.git/reseed-series $(LINUX_SRC)/.git/reseed-series ## unpack the row's QEMU and Linux from Debian, apply the series
+$(QEMU_SRC)/.git/reseed-series: FORCE | $(STAMP)/deps
+	@$(STAGE) sources-qemu[$(QV)] scripts/sources.sh qemu $(QEMU_SRC) $(QPATCHES) \
+		'$(QEMU_DEB_VERSION_$(QV))'
+$(LINUX_SRC)/.git/reseed-series: FORCE | $(STAMP)/deps
+	@$(STAGE) sources-linux[$(R)] scripts/sources.sh linux $(LINUX_SRC) $(KPATCHES) \
+		'$(LINUX_DEB_VERSION_$(R))'
 
 # --- 3. the patch loop: commit in build/src/*, then regenerate the patch files
-export-patches: ## regenerate qemu-patches/ and kernel-patches/ from build/src commits
-	scripts/export-patches.sh qemu $(QEMU_SRC) qemu-patches '$(QEMU_DEB_VERSION)'
-	scripts/export-patches.sh linux $(LINUX_SRC) kernel-patches '$(LINUX_DEB_VERSION)'
+export-patches: ## regenerate the row's qemu-patches/ and kernel-patches/ from build/src commits
+	scripts/export-patches.sh qemu $(QEMU_SRC) $(QPATCHES) '$(QEMU_DEB_VERSION_$(QV))'
+	scripts/export-patches.sh linux $(LINUX_SRC) $(KPATCHES) '$(LINUX_DEB_VERSION_$(R))'
 
 # --- 4. QEMU: qemu-system-x86_64 + qemu-img + firmware, minimal device set
-qemu: sources ## build the patched QEMU (ccache)
-	@$(STAGE) qemu scripts/build-qemu.sh $(QEMU_SRC) $(QEMU_OBJ)
+qemu: $(QEMU_BIN) ## build the row's patched QEMU (ccache)
+$(QEMU_BIN): $(QEMU_SRC)/.git/reseed-series FORCE
+	@$(STAGE) qemu[$(QV)] scripts/build-qemu.sh $(QEMU_SRC) $(QEMU_OBJ) '$(MESON_DEB_VERSION)'
 
-# --- 5. the guest kernel: tinyconfig + kernel-patches/guest.config, KUnit built in
-kernel: sources ## build the patched guest kernel (ccache)
-	@$(STAGE) kernel scripts/build-kernel.sh $(LINUX_SRC) $(LINUX_OBJ) $(FRAGMENT)
+# --- 5. the guest kernel: tinyconfig + the fragments, KUnit built in.  The script
+# rewrites KERNEL_BUILT only when it rebuilt the kernel and its uapi headers.
+kernel: $(KERNEL_BUILT) ## build the row's patched guest kernel (ccache)
+$(KERNEL_BUILT): $(LINUX_SRC)/.git/reseed-series FORCE
+	@$(STAGE) kernel[$(R)] scripts/build-kernel.sh $(LINUX_SRC) $(LINUX_OBJ) $(FRAGMENT)
 
 # --- 6. the guest: static test programs in a busybox initramfs
-guest: kernel $(INITRAMFS) ## build the guest test programs and the initramfs
+guest: $(INITRAMFS) ## build the guest test programs and the initramfs
 
-$(GUEST)/bin/%: guest-tests/%.c $(wildcard guest-tests/*.h) $(LINUX_OBJ)/.reseed-built
+$(GUEST)/bin/%: guest-tests/%.c $(wildcard guest-tests/*.h) $(KERNEL_BUILT)
 	@mkdir -p $(@D)
 	gcc $(GUEST_CFLAGS) -o $@ $< $(if $(filter bench_%,$*),-lm)
 
 $(INITRAMFS): $(GUEST_BINS) guest/init scripts/build-initramfs.sh
-	@$(STAGE) initramfs scripts/build-initramfs.sh $(LINUX_SRC) $@ $(GUEST_BINS)
+	@$(STAGE) initramfs[$(R)] scripts/build-initramfs.sh $(LINUX_SRC) $@ $(GUEST_BINS)
 
 # --- the fake AMD certificate chain (ARK, ASK, VCEK) the SEV-SNP responder signs with
 certs: $(SNP_CERTS) ## make the fake AMD ARK/ASK/VCEK in build/snp (openssl)
 $(SNP_CERTS): scripts/snp-certs.sh | $(STAMP)/deps
 	@$(STAGE) certs scripts/snp-certs.sh $(@D)
 
-# --- 7./8. tests: each suite writes build/results/<suite>.tap; the summary comes last
-check: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## run every test; ends with 'N passed, N failed'
-	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
-	-@$(STAGE) check-qtest scripts/check-qtest.sh $(QEMU_SRC) $(QEMU_OBJ) $(RESULTS)/qtest.tap
-	-@$(STAGE) check-guest scripts/guest-test.py --kunit --name check-guest \
-		--tap $(RESULTS)/guest.tap $(subst $(eval) ,$(comma),$(GUEST_TESTS))
-	-@$(STAGE) check-guest-leak-off scripts/guest-test.py --name check-guest-leak-off \
-		--device virtio-rng-pci,id=rng0,leak=off --tap $(RESULTS)/guest-leak-off.tap epoch_abi
-	-@$(STAGE) check-attest scripts/check-attest.py $(RESULTS)
-	-@$(STAGE) check-differential scripts/tap-step.sh $(RESULTS)/differential.tap \
-		"io_uring_sysctl: same results on our 6.1 and on Debian's $(UPSTREAM_KERNEL_PACKAGE)" \
-		scripts/differential.sh io_uring_sysctl $(BZIMAGE) $(UPSTREAM_VMLINUZ) $(INITRAMFS)
-	-@$(STAGE) check-scenarios snapshot-scenarios/run.py --tap $(RESULTS)/scenario.tap
-	-@$(STAGE) check-spec scripts/tap-step.sh $(RESULTS)/spec.tap \
-		"docs/spec: rng-leak.md and statements.tsv agree with rng-leak.tex" \
-		scripts/spec-md.py --check docs/spec/statements.tsv docs/spec/rng-leak.tex docs/spec/rng-leak.md
-	-@$(STAGE) check-conformance scripts/tap-step.sh $(RESULTS)/zz-conformance.tap \
-		"conformance: every normative statement has a passing test ($(RESULTS)/conformance.md)" \
-		scripts/conformance.py docs/spec/statements.tsv $(RESULTS) $(RESULTS)/conformance.md
-	@scripts/summary.py $(RESULTS)
-
 $(UPSTREAM_VMLINUZ): versions.mk scripts/fetch-kernel.sh | $(STAMP)/deps
 	@$(STAGE) upstream-kernel scripts/fetch-kernel.sh $(UPSTREAM_KERNEL_PACKAGE) $@
+
+# --- 7./8. tests: each suite writes build/results/<row>/<suite>.tap; the summary,
+# over every row, comes last.  A row whose build fails still lets the others run.
+check: ## build and test every row (ROW=...: one); ends with 'N passed, N failed'
+	@rm -rf $(RESULTS_ALL) && mkdir -p $(RESULTS_ALL)
+	@failed=; for r in $(CHECK_ROWS); do \
+		$(MAKE) --no-print-directory check-row ROW=$$r || failed="$$failed $$r"; \
+	done; \
+	$(STAGE) check-spec scripts/tap-step.sh $(RESULTS_ALL)/spec.tap \
+		"docs/spec: rng-leak.md and statements.tsv agree with rng-leak.tex" \
+		scripts/spec-md.py --check docs/spec/statements.tsv docs/spec/rng-leak.tex \
+		docs/spec/rng-leak.md; \
+	scripts/summary.py $(RESULTS_ALL) $(CHECK_ROWS) || exit 1; \
+	[ -z "$$failed" ] || { echo "check: the build of row(s)$$failed failed"; exit 1; }
+
+check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suites (make check ROW=... runs it)
+	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
+	-@$(STAGE) check-qtest[$(R)] scripts/check-qtest.sh $(QEMU_SRC) $(QEMU_OBJ) $(RESULTS)/qtest.tap
+	-@$(STAGE) check-guest[$(R)] scripts/guest-test.py --kunit --name check-guest \
+		--tap $(RESULTS)/guest.tap $(subst $(eval) ,$(comma),$(GUEST_TESTS))
+	-@$(STAGE) check-guest-leak-off[$(R)] scripts/guest-test.py --name check-guest-leak-off \
+		--device virtio-rng-pci,id=rng0,leak=off --tap $(RESULTS)/guest-leak-off.tap epoch_abi
+	-@$(STAGE) check-attest[$(R)] scripts/check-attest.py $(RESULTS)
+	-@$(STAGE) check-differential[$(R)] scripts/tap-step.sh $(RESULTS)/differential.tap \
+		"io_uring_sysctl: same results on our $(R) and on Debian's $(UPSTREAM_KERNEL_PACKAGE)" \
+		scripts/differential.sh io_uring_sysctl $(BZIMAGE) $(UPSTREAM_VMLINUZ) $(INITRAMFS)
+	-@$(STAGE) check-scenarios[$(R)] snapshot-scenarios/run.py --tap $(RESULTS)/scenario.tap
+	-@$(STAGE) check-conformance[$(R)] scripts/tap-step.sh $(RESULTS)/zz-conformance.tap \
+		"conformance: every normative statement has a passing test ($(RESULTS)/conformance.md)" \
+		scripts/conformance.py docs/spec/statements.tsv $(RESULTS) $(RESULTS)/conformance.md
 
 scenarios: qemu guest ## run the snapshot scenarios: make scenarios [KERNEL=img] [ONLY=3,6]
 	snapshot-scenarios/run.py $(if $(KERNEL),--kernel $(KERNEL)) $(if $(ONLY),--only $(ONLY))
 
-comma := ,
-
 guest-test: qemu guest $(SNP_CERTS) ## boot the guest and run one test: make guest-test T=smoke
-	@test -n "$(T)" || { echo "usage: make guest-test T=NAME (one of: $(GUEST_TESTS) $(ATTEST_TESTS))"; exit 2; }
-	scripts/guest-test.py --name guest-test-$(T) --kernel $(BZIMAGE) \
-		$(if $(filter $(T),$(ATTEST_TESTS)),--snp) $(T)
+	@test -n "$(T)" || { echo "usage: make guest-test T=NAME [ROW=...] (one of: $(GUEST_TESTS) $(ATTEST_TESTS))"; exit 2; }
+	scripts/guest-test.py --name guest-test-$(T) $(if $(filter $(T),$(ATTEST_TESTS)),--snp) $(T)
 
 demo: qemu guest $(SNP_CERTS) ## boot the guest and tell what happened, in plain words
-	@$(STAGE) demo scripts/demo.sh
+	@$(STAGE) demo[$(R)] scripts/demo.sh
 
-bench: qemu guest $(SNP_CERTS) ## run the benchmarks and print the figures
-	@$(STAGE) bench scripts/bench.sh
+bench: $(SNP_CERTS) ## run the benchmarks on every row (ROW=...: one), side by side
+	@for r in $(CHECK_ROWS); do $(MAKE) --no-print-directory qemu guest ROW=$$r || exit; done
+	@$(STAGE) bench scripts/bench.sh $(foreach r,$(CHECK_ROWS),$(r):$(QEMU_OF_ROW_$(r)))
 
 clean: ## remove test results and guest run directories (keeps the builds)
-	rm -rf $(RESULTS) $(BUILD)/run
+	rm -rf $(RESULTS_ALL) $(BUILD)/run
 
 distclean: ## remove build/ entirely (sources, builds, stamps)
 	rm -rf $(BUILD)

@@ -1,18 +1,43 @@
 #!/usr/bin/env bash
 # build-qemu.sh - configure (once) and build the minimal reseed-lab QEMU with ccache.
 #
-# Usage: scripts/build-qemu.sh SRCDIR OBJDIR [NINJA-TARGET...]
+# Usage: scripts/build-qemu.sh SRCDIR OBJDIR [MESON-DEB-VERSION [NINJA-TARGET...]]
 #
 #   Builds qemu-system-x86_64 and qemu-img (x86_64-softmmu only, KVM and TCG, the device
 #   set of qemu-patches/reseed-lab-devices.mak) in OBJDIR, the x86 option ROMs that
 #   -kernel boot needs, and puts them with SeaBIOS into OBJDIR/pc-bios, where QEMU and
 #   its qtests look for firmware.  Extra arguments are further ninja targets.
+#
+#   QEMU 8 and later configure through a Python venv and need meson >= 1.5, which
+#   Debian 12 lacks: that Debian package, version MESON-DEB-VERSION (bookworm-backports),
+#   is unpacked into build/tools/ (not installed) and put on PYTHONPATH for configure
+#   and for every ninja run, which may re-run meson.
 set -euo pipefail
 
-[ $# -ge 2 ] || { echo "usage: $0 SRCDIR OBJDIR [NINJA-TARGET...]" >&2; exit 2; }
-src=$(realpath "$1") obj=$2
-shift 2
+[ $# -ge 2 ] || { echo "usage: $0 SRCDIR OBJDIR [MESON-DEB-VERSION [NINJA-TARGET...]]" >&2; exit 2; }
+src=$(realpath "$1") obj=$2 meson_version=${3:-}
+shift $(($# >= 3 ? 3 : 2))
 top=$(pwd)
+
+major=$(cut -d. -f1 "$src/VERSION")
+extra_config=()
+if [ "$major" -ge 8 ]; then
+	[ -n "$meson_version" ] || { echo "build-qemu: QEMU $major needs MESON-DEB-VERSION" >&2; exit 2; }
+	meson=$top/build/tools/meson-$meson_version
+	if [ ! -d "$meson/usr/lib/python3/dist-packages/mesonbuild" ]; then
+		rm -rf "$meson" "$meson.dl" && mkdir -p "$meson.dl"
+		(cd "$meson.dl" && apt-get download -qq "meson=$meson_version" >/dev/null 2>&1) || {
+			echo "build-qemu: 'apt-get download meson=$meson_version' failed" \
+			     "(bookworm-backports: run 'make deps')" >&2
+			exit 1
+		}
+		dpkg-deb -x "$meson.dl"/meson_*.deb "$meson"
+		rm -rf "$meson.dl"
+	fi
+	export PYTHONPATH=$meson/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}
+	# The +ds tarball has no python/wheels and no firmware blobs.
+	extra_config=(--python=/usr/bin/python3 --disable-install-blobs)
+fi
 
 devices=configs/devices/x86_64-softmmu/reseed-lab.mak
 cmp -s "$top/qemu-patches/reseed-lab-devices.mak" "$src/$devices" ||
@@ -32,6 +57,7 @@ config=(
 	--enable-gnutls --enable-nettle
 	--disable-docs --disable-werror
 	--cc="$cc" --host-cc="$cc"
+	${extra_config[@]+"${extra_config[@]}"}
 )
 mkdir -p "$obj"
 # One build at a time in a build directory.
@@ -45,6 +71,9 @@ if [ ! -f "$obj/build.ninja" ] || [ "$(cat "$obj/.reseed-config" 2>/dev/null)" !
 	}
 	echo "${config[*]}" >"$obj/.reseed-config"
 fi
+
+# What every later ninja run in OBJDIR needs (scripts/check-qtest.sh, bench.sh source it).
+printf 'export PYTHONPATH=%q\n' "${PYTHONPATH:-}" >"$obj/reseed-env.sh"
 
 ninja -C "$obj" qemu-system-x86_64 qemu-img "$@" | { grep -v '^ninja: no work to do' || true; }
 

@@ -14,6 +14,9 @@ obj=$2 out=$3
 top=$(cd "$(dirname "$0")/.." && pwd)
 
 "$top/scripts/snp-certs.sh" "$top/build/snp"
+# QEMU 10's meson lives in build/tools: ninja may re-run it (scripts/build-qemu.sh)
+# shellcheck source=/dev/null
+[ ! -f "$obj/reseed-env.sh" ] || . "$obj/reseed-env.sh"
 export SNP_CERTS_DIR=$top/build/snp
 export QTEST_QEMU_BINARY=$obj/qemu-system-x86_64 QTEST_QEMU_IMG=$obj/qemu-img
 export QTEST_QEMU_STORAGE_DAEMON_BINARY=/bin/false

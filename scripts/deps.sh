@@ -13,11 +13,12 @@ packages=(
 	# toolchain and build helpers
 	build-essential git ccache pkg-config python3 python3-ply meson ninja-build flex bison bc
 	cpio xz-utils dpkg-dev perl rsync
-	# QEMU 7.2 (x86_64-softmmu, minimal device set) and its firmware
+	# QEMU 7.2 and 10.0 (x86_64-softmmu, minimal device set) and their firmware; 10.0
+	# configures in a venv of the system python3 (meson comes from build/tools)
 	libglib2.0-dev libpixman-1-dev libfdt-dev zlib1g-dev libgnutls28-dev nettle-dev
-	seabios ipxe-qemu
-	# Linux 6.1
-	linux-source-6.1 libelf-dev libssl-dev
+	seabios ipxe-qemu python3-venv
+	# Linux 6.1 and 6.12 (scripts/sources.sh installs the pinned linux-source-X.Y)
+	linux-source-6.1 linux-source-6.12 libelf-dev libssl-dev
 	# guest: busybox and the static test binaries
 	busybox-static
 	# host-side checks and benchmarks
@@ -63,6 +64,36 @@ add_deb_src() {
 	     "(/etc/apt/sources.list.d/reseed-lab-deb-src.*), as 'apt-get source qemu' needs them"
 }
 
+# The second row of base trees is Debian 13's: QEMU 10.0 from trixie's sources (deb-src
+# only: no binary package of trixie can be installed by accident), and meson >= 1.5,
+# which QEMU 10 needs, from bookworm-backports (priority 100: never an upgrade unless
+# asked for by version).  Same archive as the machine's own Debian entries.
+row_sources=/etc/apt/sources.list.d/reseed-lab-rows.sources
+add_row_sources() {
+	local uri
+	uri=$(apt-get indextargets --format '$(REPO_URI)' 'Created-By: Packages' 2>/dev/null |
+		grep -v security | grep -m1 debian || true)
+	uri=${uri%/}
+	[ -n "$uri" ] || uri=http://deb.debian.org/debian
+	cat >"$row_sources" <<EOF
+# Added by reseed-lab's scripts/deps.sh: the sources of Debian 13's QEMU (the second row
+# of base trees) and bookworm-backports for the meson that QEMU 10 needs.
+Types: deb-src
+URIs: $uri
+Suites: trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: $uri
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+	echo "deps: added trixie deb-src and bookworm-backports ($row_sources) for the" \
+	     "6.12/10.0 row: 'apt-get source qemu' of trixie, and meson 1.7"
+}
+
 updated=
 apt_update() {
 	[ -n "$updated" ] && return
@@ -86,6 +117,13 @@ if ! have_deb_src; then
 		     "add a 'Types: deb-src' stanza for its Debian archive by hand" >&2
 		exit 1
 	fi
+fi
+
+if [ ! -f "$row_sources" ]; then
+	need_root
+	add_row_sources
+	updated=
+	apt_update
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then

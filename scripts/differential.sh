@@ -12,7 +12,8 @@
 #
 #   Exit status: 0 identical, 1 different, 2 a guest did not run the tests to the end.
 #   Environment: DIFF_TIMEOUT (seconds per boot, default 300), DIFF_RUNDIR (default
-#   build/run/differential-TEST), QEMU (default build/qemu/qemu-system-x86_64).
+#   build/run/ROW/differential-TEST), RESEED_QEMU (the QEMU build directory of the row,
+#   exported by the Makefile; default the newest row's).
 set -euo pipefail
 
 [ $# -eq 4 ] || {
@@ -21,10 +22,12 @@ set -euo pipefail
 }
 tests=$1 kernel_a=$2 kernel_b=$3 initramfs=$4
 top=$(cd "$(dirname "$0")/.." && pwd)
-qemu=${QEMU:-$top/build/qemu/qemu-system-x86_64}
-firmware=$top/build/qemu/pc-bios
+row=${RESEED_ROW:-$(sed -n 's/^DEFAULT_ROW *:= *//p' "$top/versions.mk")}
+qemu_dir=${RESEED_QEMU:-$top/build/qemu-$(sed -n "s/^QEMU_OF_ROW_$row *:= *//p" "$top/versions.mk")}
+qemu=$qemu_dir/qemu-system-x86_64
+firmware=$qemu_dir/pc-bios
 timeout=${DIFF_TIMEOUT:-300}
-rundir=${DIFF_RUNDIR:-$top/build/run/differential-${tests//,/-}}
+rundir=${DIFF_RUNDIR:-$top/build/run/$row/differential-${tests//,/-}}
 
 for f in "$kernel_a" "$kernel_b" "$initramfs" "$qemu"; do
 	[ -r "$f" ] || { echo "differential: $f: not found" >&2; exit 2; }

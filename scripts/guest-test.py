@@ -3,7 +3,7 @@
 
 usage: guest-test.py [options] TEST[,TEST...]
 
-Boots build/linux's bzImage with build/guest/initramfs.cpio.gz and the kernel command
+Boots the row's bzImage (build/linux-ROW) with its initramfs (build/guest-ROW) and the kernel command
 line 'tests=TEST,...', waits for the guest to power off, and turns the console into TAP:
 one line per kselftest case (named PROGRAM.CASE), one line per program for its exit
 status, and one line saying that the kernel log is free of splats (lockdep, sleeping in

@@ -42,7 +42,10 @@ fetch_qemu() {
 	local offered
 	offered=$(apt-cache showsrc qemu | sed -n 's/^Version: //p')
 	if ! grep -Fxq -- "$v" <<<"$offered"; then
-		v=$(sort -V <<<"$offered" | tail -1)
+		# the newest of the same upstream major.minor: 1:10.0.13+ds-... -> '1:10.0.'
+		local same=${version%%[+~-]*}
+		same=${same%.*}.
+		v=$(grep -F -- "$same" <<<"$offered" | sort -V | tail -1)
 		[ -n "$v" ] || { echo "sources: Debian offers no qemu source package" >&2; exit 1; }
 		echo "sources: WARNING: qemu $version is no longer served; using $v" >&2
 	fi
@@ -58,15 +61,19 @@ fetch_qemu() {
 	rm -rf "$dl/qemu"
 }
 
+# linux-source-X.Y for the X.Y of VERSION (6.1.192-3 -> linux-source-6.1): the package
+# only puts the tarball into /usr/src, so installing it touches nothing else.
 fetch_linux() {
-	local have tarball=/usr/src/linux-source-6.1.tar.xz
-	have=$(dpkg-query -W -f '${Version}' linux-source-6.1 2>/dev/null || true)
+	local base=${version%%-*}
+	base=${base%.*}
+	local pkg=linux-source-$base have tarball=/usr/src/linux-source-$base.tar.xz
+	have=$(dpkg-query -W -f '${Version}' "$pkg" 2>/dev/null || true)
 	if [ "$have" != "$version" ]; then
-		if apt-cache policy linux-source-6.1 | grep -Fq " $version " 2>/dev/null; then
+		if apt-cache policy "$pkg" | grep -Fq " $version " 2>/dev/null; then
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --allow-downgrades \
-				"linux-source-6.1=$version" >/dev/null
+				"$pkg=$version" >/dev/null
 		else
-			echo "sources: WARNING: linux-source-6.1 $version is no longer served; using ${have:-none}" >&2
+			echo "sources: WARNING: $pkg $version is no longer served; using ${have:-none}" >&2
 		fi
 	fi
 	[ -f "$tarball" ] || { echo "sources: $tarball missing (run 'make deps')" >&2; exit 1; }

@@ -21,12 +21,50 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(TOP, "build")
-QEMU = os.path.join(BUILD, "qemu", "qemu-system-x86_64")
-QEMU_IMG = os.path.join(BUILD, "qemu", "qemu-img")
-FIRMWARE = os.path.join(BUILD, "qemu", "pc-bios")
-KERNEL = os.path.join(BUILD, "linux", "arch", "x86", "boot", "bzImage")
-INITRD = os.path.join(BUILD, "guest", "initramfs.cpio.gz")
-RUNDIR = os.path.join(BUILD, "run")
+
+
+def read_versions():
+    """The 'NAME := VALUE' lines of versions.mk, where the rows are pinned."""
+    out = {}
+    with open(os.path.join(TOP, "versions.mk")) as f:
+        for line in f:
+            m = re.match(r"^([A-Za-z0-9_.]+)\s*:=\s*(.*?)\s*$", line)
+            if m:
+                out[m.group(1)] = m.group(2)
+    return out
+
+
+VERSIONS = read_versions()
+ROWS = VERSIONS["ROWS"].split()
+
+
+def row_paths(row):
+    """Where the builds of a row of base trees are (the Makefile's layout)."""
+    if row not in ROWS:
+        raise SystemExit(f"unknown row {row!r}: the rows of versions.mk are {' '.join(ROWS)}")
+    qv = VERSIONS[f"QEMU_OF_ROW_{row}"]
+    return {
+        "qemu": os.path.join(BUILD, f"qemu-{qv}"),
+        "qemu_src": os.path.join(BUILD, "src", f"qemu-{qv}"),
+        "kernel": os.path.join(BUILD, f"linux-{row}", "arch", "x86", "boot", "bzImage"),
+        "initrd": os.path.join(BUILD, f"guest-{row}", "initramfs.cpio.gz"),
+        "qemu_version": qv,
+    }
+
+
+# The row: the Makefile exports RESEED_ROW and the paths of its builds (which differ
+# with KASAN=1); run by hand, a script uses the default row, or RESEED_ROW.
+ROW = os.environ.get("RESEED_ROW") or VERSIONS["DEFAULT_ROW"]
+_paths = row_paths(ROW)
+QEMU_DIR = os.environ.get("RESEED_QEMU") or _paths["qemu"]
+QEMU_SRC = os.environ.get("RESEED_QEMU_SRC") or _paths["qemu_src"]
+QEMU_VERSION = _paths["qemu_version"]
+QEMU = os.path.join(QEMU_DIR, "qemu-system-x86_64")
+QEMU_IMG = os.path.join(QEMU_DIR, "qemu-img")
+FIRMWARE = os.path.join(QEMU_DIR, "pc-bios")
+KERNEL = os.environ.get("RESEED_KERNEL") or _paths["kernel"]
+INITRD = os.environ.get("RESEED_INITRD") or _paths["initrd"]
+RUNDIR = os.path.join(BUILD, "run", ROW)
 
 # What a kernel prints when something is wrong that a test might not notice.
 SPLAT = re.compile(
@@ -64,7 +102,7 @@ def log(msg):
 
 def qmp_class():
     """QEMU's own QMP client, from the unpacked QEMU source tree."""
-    path = os.path.join(BUILD, "src", "qemu", "python")
+    path = os.path.join(QEMU_SRC, "python")
     if path not in sys.path:
         sys.path.insert(0, path)
     from qemu.qmp.legacy import QEMUMonitorProtocol  # noqa: E402
@@ -339,6 +377,10 @@ def _kvm_probe():
     return "tcg", f"KVM probe boot failed: {why or 'guest did not reach user space'}"
 
 
+def _accel_cache():
+    return os.path.join(BUILD, f"accel-qemu-{QEMU_VERSION}")
+
+
 def choose_accel():
     """'kvm' when a real boot works there, else 'tcg'; cached per host kernel and QEMU
     build (whether KVM works is the host's property, not the guest kernel's, so a
@@ -346,7 +388,7 @@ def choose_accel():
     forced = os.environ.get("RESEED_ACCEL")
     if forced:
         return forced
-    cache = os.path.join(BUILD, "accel")
+    cache = _accel_cache()
     st = os.stat(QEMU)
     key = f"{os.uname().release}:{st.st_size}:{int(st.st_mtime)}"
     try:
@@ -366,8 +408,8 @@ def accel_line():
     """One line saying which accelerator is in use and why."""
     accel = choose_accel()
     try:
-        with open(os.path.join(BUILD, "accel")) as f:
+        with open(_accel_cache()) as f:
             why = f.read().rstrip("\n").split("\t")[2]
     except (OSError, IndexError):
         why = "set by RESEED_ACCEL"
-    return f"accelerator: {accel.upper()} ({why})"
+    return f"row {ROW} (QEMU {QEMU_VERSION}): accelerator: {accel.upper()} ({why})"
