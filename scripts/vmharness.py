@@ -231,7 +231,9 @@ class Guest:
     # -- QMP
     def qmp(self, cmd, **args):
         """Run a QMP command; return its 'return' value, raise on 'error'."""
-        resp = self.monitor.cmd(cmd, args) if args else self.monitor.cmd(cmd)
+        # QEMU 7.2's legacy client: cmd() is the whole response; 10.0's: cmd_raw().
+        raw = getattr(self.monitor, "cmd_raw", self.monitor.cmd)
+        resp = raw(cmd, args) if args else raw(cmd)
         self.qmp_log.append((cmd, args, resp))
         if "error" in resp:
             raise RuntimeError(f"{self.name}: QMP {cmd} {args}: {resp['error']}")
