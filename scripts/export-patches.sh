@@ -20,7 +20,7 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-git -C "$src" format-patch -q -N --zero-commit --no-signature --no-cover-letter \
+git -C "$src" format-patch -q -N --abbrev=9 --zero-commit --no-signature --no-cover-letter \
 	-o "$tmp" pristine..HEAD
 (cd "$tmp" && ls -1 -- *.patch 2>/dev/null || true) >"$tmp/series"
 
