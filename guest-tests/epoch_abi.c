@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -283,6 +284,40 @@ TEST(map_executable_is_eperm)
 	EPOCH_FD_OR_SKIP(fd);
 	EXPECT_EQ(NULL, map_epoch(fd, PROT_READ | PROT_EXEC, MAP_PRIVATE));
 	EXPECT_EQ(EPERM, errno);
+	close(fd);
+}
+
+/*
+ * A READ_IMPLIES_EXEC process (personality(), or an old binary without PT_GNU_STACK)
+ * asks for PROT_READ and the kernel adds PROT_EXEC: it must still map the page, read-only
+ * and not executable, as the ABI document says.
+ */
+TEST(read_implies_exec_process_maps_read_only)
+{
+	const volatile uint32_t *p;
+	int fd, status;
+	pid_t pid;
+
+	EPOCH_FD_OR_SKIP(fd);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (personality(PER_LINUX | READ_IMPLIES_EXEC) < 0)
+			_exit(2);
+		p = map_epoch(fd, PROT_READ, MAP_SHARED);
+		if (!p)
+			_exit(errno == EPERM ? 3 : 4);
+		(void)*p;
+		/* Not executable: making it so fails, as for any other process. */
+		_exit(mprotect((void *)p, getpagesize(), PROT_READ | PROT_EXEC) == -1 ? 0 : 5);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_NE(2, WEXITSTATUS(status)) TH_LOG("personality(READ_IMPLIES_EXEC) failed");
+	EXPECT_NE(3, WEXITSTATUS(status)) TH_LOG("mmap(PROT_READ) is EPERM under READ_IMPLIES_EXEC");
+	EXPECT_NE(4, WEXITSTATUS(status)) TH_LOG("mmap(PROT_READ) failed under READ_IMPLIES_EXEC");
+	EXPECT_NE(5, WEXITSTATUS(status)) TH_LOG("the mapping could be made executable");
+	EXPECT_EQ(0, WEXITSTATUS(status));
 	close(fd);
 }
 
