@@ -7,6 +7,13 @@
 #   fragment changed, and every option a fragment sets must survive olddefconfig, or the
 #   build stops and names it.  Timestamps and build identity are fixed so that ccache
 #   hits across rebuilds of the same sources.
+#
+#   The build cache: what the tree needs of a build (bzImage, .config, System.map, the
+#   vDSO image, the installed headers) is kept under RESEED_BUILD_CACHE (default
+#   ~/.cache/reseed-lab/kernel), keyed by the source tree's exact state, the fragments,
+#   this script and the compiler.  A fresh clone whose key is there restores it instead
+#   of building (ccache for the whole build: even with every object a ccache hit, kbuild
+#   takes minutes).  RESEED_BUILD_CACHE= (empty) turns it off.
 set -euo pipefail
 
 [ $# -ge 3 ] || { echo "usage: $0 SRCDIR OBJDIR FRAGMENT..." >&2; exit 2; }
@@ -27,6 +34,28 @@ mkdir -p "$obj"
 # One build at a time in an object directory: two make runs there break each other.
 exec 9>"$obj.lock"
 flock 9
+
+# What a build leaves that the tree uses; the headers are "$obj-headers".
+kept=(arch/x86/boot/bzImage .config .reseed-config System.map arch/x86/entry/vdso/vdso64.so.dbg)
+cache=${RESEED_BUILD_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/reseed-lab/kernel}
+state=$("$(dirname "$0")/tree-state.sh" "$src" "${frags[@]}")
+key=$(printf '%s\n' "$state" "$(sha256sum <"$0")" "$(gcc --version | head -1)" |
+	sha256sum | cut -c1-32)
+if [ -n "$cache" ] && [ -f "$cache/$key/.complete" ] &&
+	[ "$(cat "$obj/.reseed-built" 2>/dev/null)" != "$state" ]; then
+	for f in "${kept[@]}"; do
+		[ -e "$cache/$key/$f" ] || continue
+		mkdir -p "$(dirname "$obj/$f")"
+		cp -p "$cache/$key/$f" "$obj/$f"
+	done
+	rm -rf "$obj-headers"
+	cp -a "$cache/$key/headers" "$obj-headers"
+	echo "$state" >"$obj/.reseed-built"
+	touch "$cache/$key/.complete"
+	echo "build-kernel: restored from the build cache ($cache/$key)"
+	exit 0
+fi
+
 sum=$(cat "${frags[@]}" | sha256sum | cut -d' ' -f1)
 if [ ! -f "$obj/.config" ] || [ "$(cat "$obj/.reseed-config" 2>/dev/null)" != "$sum" ]; then
 	kmake tinyconfig >/dev/null
@@ -48,7 +77,6 @@ if [ ! -f "$obj/.config" ] || [ "$(cat "$obj/.reseed-config" 2>/dev/null)" != "$
 	echo "$sum" >"$obj/.reseed-config"
 fi
 
-state=$("$(dirname "$0")/tree-state.sh" "$src" "${frags[@]}")
 if [ -f "$obj/arch/x86/boot/bzImage" ] && [ "$(cat "$obj/.reseed-built" 2>/dev/null)" = "$state" ]; then
 	echo "build-kernel: $src unchanged since the last build"
 	exit 0
@@ -57,3 +85,18 @@ kmake -j"$(nproc)" bzImage
 # The uapi headers of this tree, for the guest tests (RNDEPOCH and friends).
 kmake headers_install INSTALL_HDR_PATH="$obj-headers" >/dev/null
 echo "$state" >"$obj/.reseed-built"
+
+# Into the build cache, whole or not at all; the six newest builds stay.
+if [ -n "$cache" ] && mkdir -p "$cache"; then
+	tmp=$(mktemp -d "$cache/.new.XXXXXX")
+	for f in "${kept[@]}"; do
+		[ -e "$obj/$f" ] || continue
+		mkdir -p "$(dirname "$tmp/$f")"
+		cp -p "$obj/$f" "$tmp/$f"
+	done
+	cp -a "$obj-headers" "$tmp/headers"
+	touch "$tmp/.complete"
+	rm -rf "${cache:?}/$key"
+	mv "$tmp" "$cache/$key"
+	ls -1dt "$cache"/*/ | tail -n +7 | xargs -r rm -rf
+fi
