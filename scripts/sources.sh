@@ -11,6 +11,11 @@
 #   Run again, it does nothing when the tree already carries exactly this series; it
 #   re-applies the series from 'pristine' when the patch files changed; it refuses to touch
 #   a tree with uncommitted changes or with commits that were not exported yet.
+#
+#   The pristine commit of each version is kept as a bare repository under
+#   RESEED_SOURCE_CACHE (default ~/.cache/reseed-lab/src), so that a fresh clone checks
+#   it out instead of fetching and unpacking again (the kernel's .tar.xz takes most of a
+#   minute to unpack and commit).  RESEED_SOURCE_CACHE= (empty) turns it off.
 set -euo pipefail
 
 usage() { echo "usage: $0 qemu|linux SRCDIR PATCHDIR VERSION" >&2; exit 2; }
@@ -106,15 +111,33 @@ if [ "${5:-}" = --record ]; then
 	exit 0
 fi
 
+cache=${RESEED_SOURCE_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/reseed-lab/src}
+mirror=$cache/$what-$(tr -c 'A-Za-z0-9.+\n-' _ <<<"$version").git
+
 mkdir -p "$(dirname "$src")"
 if [ ! -d "$src/.git" ]; then
 	rm -rf "$src" "$src.tmp"
-	"fetch_$what"
-	git -C "$src" init -q -b pristine-base
-	git -C "$src" add -A -f .
-	git -C "$src" commit -q -m "pristine $what $version from Debian's archive"
-	git -C "$src" tag pristine
-	git -C "$src" checkout -q -b series
+	if [ -n "$cache" ] && [ -f "$mirror/reseed-complete" ]; then
+		git clone -q --no-checkout "$mirror" "$src"
+		git -C "$src" remote remove origin
+		git -C "$src" checkout -q -B series pristine
+		echo "sources: $what: pristine tree from the source cache ($mirror)"
+	else
+		"fetch_$what"
+		git -C "$src" init -q -b pristine-base
+		git -C "$src" add -A -f .
+		git -C "$src" commit -q -m "pristine $what $version from Debian's archive"
+		git -C "$src" tag pristine
+		git -C "$src" checkout -q -b series
+		# A local bare clone: the objects are hard links, no copy.
+		if [ -n "$cache" ] && mkdir -p "$cache"; then
+			rm -rf "$mirror.tmp"
+			git clone -q --bare "$src" "$mirror.tmp"
+			touch "$mirror.tmp/reseed-complete"
+			rm -rf "$mirror"
+			mv "$mirror.tmp" "$mirror"
+		fi
+	fi
 	apply_series
 	echo "sources: $what: $(git -C "$src" rev-list --count pristine..HEAD) patches applied"
 	exit 0
