@@ -153,6 +153,8 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 	-@$(STAGE) check-differential[$(R)] scripts/tap-step.sh $(RESULTS)/differential.tap \
 		"io_uring_sysctl: same results on our $(R) and on Debian's $(UPSTREAM_KERNEL_PACKAGE)" \
 		scripts/differential.sh io_uring_sysctl $(BZIMAGE) $(UPSTREAM_VMLINUZ) $(INITRAMFS)
+	-@$(STAGE) check-migrate-unpatched[$(R)] scripts/check-migrate-unpatched.py \
+		$(RESULTS)/migrate-unpatched.tap
 	-@$(STAGE) check-scenarios[$(R)] snapshot-scenarios/run.py --tap $(RESULTS)/scenario.tap
 	-@$(STAGE) check-conformance[$(R)] scripts/tap-step.sh $(RESULTS)/zz-conformance.tap \
 		"conformance: every normative statement has a passing test ($(RESULTS)/conformance.md)" \

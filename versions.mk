@@ -18,6 +18,12 @@ LINUX_DEB_VERSION_6.1  := 6.1.192-3
 QEMU_OF_ROW_6.1        := 7.2
 QEMU_DEB_VERSION_7.2   := 1:7.2+dfsg-7+deb12u18
 
+# Debian's own binary package of each row's QEMU version (qemu-system-x86), the unpatched
+# QEMU that scripts/check-migrate-unpatched.py migrates to and from: the 7.2 of bookworm,
+# and the 10.0 of bookworm-backports (trixie's 10.0.13 needs trixie's libraries).
+QEMU_DEBIAN_BINARY_10.0 := 1:10.0.2+ds-2+deb13u1~bpo12+1
+QEMU_DEBIAN_BINARY_7.2  := 1:7.2+dfsg-7+deb12u18+b3
+
 # QEMU >= 8 needs meson >= 1.5; Debian 12 has 1.0.1.  This one is unpacked into
 # build/tools (not installed), from bookworm-backports.
 MESON_DEB_VERSION := 1.7.0-1~bpo12+1

@@ -23,6 +23,11 @@ packages=(
 	busybox-static
 	# host-side checks and benchmarks
 	openssl valgrind
+	# Debian's own qemu-system-x86 binaries, unpacked into build/ (never installed) as
+	# the unpatched QEMU of each row for scripts/check-migrate-unpatched.py: the
+	# shared libraries they link that the build does not bring
+	libaio1 libcapstone4 libfuse3-3 libibverbs1 libpmem1 librdmacm1 libslirp0 liburing2
+	libvdeplug2
 )
 
 need_root() {
