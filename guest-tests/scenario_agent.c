@@ -4,7 +4,7 @@
  *
  * It publishes a locked page (struct agent_page) and its guest-physical address, so
  * that the host can read the spin counter from guest memory while the VM is stopped,
- * then works in one of three modes, chosen on the kernel command line:
+ * then works in one of these modes, chosen on the kernel command line:
  *
  *   scenario=epoch   (default when the RNG epoch exists) spin while the epoch is
  *                    unchanged: while (*epoch == E0) ++page->spins;  When it moves, print
@@ -14,27 +14,38 @@
  *                    print the same line with the unguarded generator: the negative
  *                    control, where nothing tells user space about the snapshot.
  *   scenario=stream  call getrandom(8) in a loop, keeping each output at index
- *                    page->spins of a ring; on 'dump N K' from the console print outputs
+ *                    page->spins of a ring; on 'dump N K' from ttyS1 print outputs
  *                    N..N+K-1, so that the host can find where two clones stop agreeing;
  *                    on 'event' print an event line with the unguarded generator.
+ *                    The index moves only when the RNG epoch did not move across the
+ *                    call (see stream_step()): a second ring keeps what that guarded
+ *                    caller kept, 'dump N K guarded' prints it.
+ *   scenario=vstream the same with the vDSO's getrandom() (6.11), the one glibc 2.41
+ *                    calls; where the vDSO has none, say so ('not applicable') and exit.
  *   scenario=attest  on 'report TAG' from ttyS1, get an attestation report through
  *                    configfs-tsm with TAG as REPORT_DATA and print whether it worked,
  *                    with the RNG epoch of the moment: the sev-guest side of scenario 9.
+ *
+ * With scenario_cpu=N on the command line it runs on CPU N and leaves the interrupts to
+ * the other CPUs (see pin_to_cpu()).
  *
  * The host types its commands on the second UART, ttyS1, which the agent only reads
  * (echo off); all output goes to the console, ttyS0.
  * Every line the host parses starts with '# scenario:'.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/sysinfo.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -42,6 +53,7 @@
 #include "rng_uapi.h"
 #include "epoch_prng.h"
 #include "tsm_util.h"
+#include "vdso_getrandom.h"
 
 #ifndef RNDEPOCH
 #define RNDEPOCH _IO('R', 0x08)
@@ -85,6 +97,52 @@ static uint64_t guest_physical(const void *addr)
 		die("agent page not present (pagemap PFN hidden?)");
 	}
 	return (entry & ((1ULL << 55) - 1)) * 4096;
+}
+
+/*
+ * scenario_cpu=N: run on CPU N, and move every interrupt that can move to the other CPUs,
+ * as an application and a device's interrupts are apart in a VM with several vCPUs.  On
+ * one vCPU under TCG, an interrupt pending when the VM resumes always runs before the
+ * agent's next instruction, and what its handler does in the kernel (drawing random
+ * bytes, which reseeds the crng when the epoch moved) hides a window that exists on
+ * more vCPUs: there the agent runs on while another CPU takes the interrupt.
+ */
+static void pin_to_cpu(void)
+{
+	char value[16], path[300], mask[16];
+	int cpu, moved = 0, fd;
+	struct dirent *irq;
+	cpu_set_t set;
+	DIR *dir;
+
+	if (!cmdline_value("scenario_cpu", value, sizeof(value)))
+		return;
+	cpu = atoi(value);
+	if (cpu < 1 || cpu >= get_nprocs() || cpu >= 32) {
+		errno = EINVAL;
+		die("scenario_cpu: needs a CPU other than 0 and at least two CPUs");
+	}
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		die("sched_setaffinity");
+	snprintf(mask, sizeof(mask), "%x", ((1u << get_nprocs()) - 1) & ~(1u << cpu));
+	dir = opendir("/proc/irq");
+	if (!dir)
+		die("/proc/irq");
+	while ((irq = readdir(dir))) {
+		if (irq->d_name[0] < '0' || irq->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/irq/%s/smp_affinity", irq->d_name);
+		fd = open(path, O_WRONLY);
+		/* Per-CPU interrupts (the local timer) refuse: they stay where they are. */
+		if (fd >= 0 && write(fd, mask, strlen(mask)) == (ssize_t)strlen(mask))
+			moved++;
+		if (fd >= 0)
+			close(fd);
+	}
+	closedir(dir);
+	printf("# scenario: on cpu %d, %d interrupts moved to cpu mask %s\n", cpu, moved, mask);
 }
 
 /* The host's command channel: ttyS1, line by line, without echo. */
@@ -166,46 +224,104 @@ static void run_line(struct epoch_prng *prng)
 	}
 }
 
+/*
+ * The streams: what the n-th call of a generator returned, at index n of a ring, for the
+ * host to compare between clones.  Two callers in one: the raw ring keeps the first
+ * output of each index (a caller that keeps whatever the call returned), the guarded
+ * ring the output of the call that moved the index (a caller that reads the epoch before
+ * and after the call, seqlock style, and calls again when it moved).
+ */
+enum { RING_RAW, RING_GUARDED, NR_RINGS };
+static const char *const ring_name[NR_RINGS] = { "raw", "guarded" };
+static uint64_t *ring[NR_RINGS];
+static struct vdso_getrandom vdso;
+static int stream_vdso;
+static uint64_t stream_last = UINT64_MAX;
+static const uint32_t no_epoch;		/* the guard where the kernel has no epoch */
+
+static void stream_step(void)
+{
+	const volatile uint32_t *guard = epoch ? epoch : &no_epoch;
+	uint64_t i = page->spins, out;
+	uint32_t seen = *guard;
+	ssize_t ret;
+
+	ret = stream_vdso ? vdso_getrandom(&vdso, &out, sizeof(out)) :
+			    getrandom(&out, sizeof(out), 0);
+	if (ret != sizeof(out))
+		die(stream_vdso ? "vDSO getrandom" : "getrandom");
+	if (i != stream_last)
+		ring[RING_RAW][i % RING_ENTRIES] = out;
+	ring[RING_GUARDED][i % RING_ENTRIES] = out;
+	stream_last = i;
+	/*
+	 * No branch between the load that checks the epoch and the store that moves the
+	 * index: TCG stops a vCPU only between translation blocks, so a snapshot falls
+	 * before both or after both, and an output whose call began before the snapshot
+	 * never moves the index after it: the call is made again.  (KVM can stop a vCPU
+	 * between any two instructions; there, the output the host finds in flight may
+	 * have been checked before the snapshot.)
+	 */
+	page->spins = i + (*guard == seen);
+}
+
+/* 'dump N K [ring]': outputs N..N+K-1, generated first if the stream is not there yet. */
+static void stream_dump(const char *line)
+{
+	char name[16] = "raw";
+	uint64_t n, k, i;
+	int r;
+
+	if (sscanf(line, "dump %" SCNu64 " %" SCNu64 " %15s", &n, &k, name) < 2)
+		return;
+	for (r = 0; r < NR_RINGS && strcmp(name, ring_name[r]); r++)
+		;
+	if (r == NR_RINGS || k > RING_ENTRIES / 2) {
+		printf("# scenario: dump refused: ring '%s', %" PRIu64 " outputs\n", name, k);
+		return;
+	}
+	while (page->spins < n + k)
+		stream_step();
+	if (page->spins > n + RING_ENTRIES) {
+		printf("# scenario: dump overrun: output %" PRIu64 " was overwritten (index now %"
+		       PRIu64 ")\n", n, page->spins);
+		return;
+	}
+	for (i = 0; i < k; i++) {
+		if (i % 16 == 0)
+			printf("# scenario: dump %s", name);
+		printf(" %08" PRIx32, (uint32_t)ring[r][(n + i) % RING_ENTRIES]);
+		if (i % 16 == 15 || i + 1 == k)
+			putchar('\n');
+	}
+	printf("# scenario: dump end\n");
+}
+
 static void run_stream(struct epoch_prng *prng)
 {
-	uint64_t *ring = calloc(RING_ENTRIES, sizeof(*ring));
 	struct pollfd pfd = { .fd = fileno(command), .events = POLLIN };
+	unsigned int calls = 0;
 	char line[256];
+	int r;
 
-	if (!ring || mlock(ring, RING_ENTRIES * sizeof(*ring)))
-		die("ring");
-	printf("# scenario: streaming getrandom\n");
+	for (r = 0; r < NR_RINGS; r++) {
+		ring[r] = calloc(RING_ENTRIES, sizeof(*ring[r]));
+		if (!ring[r] || mlock(ring[r], RING_ENTRIES * sizeof(*ring[r])))
+			die("ring");
+	}
+	printf("# scenario: streaming %s\n", stream_vdso ? "vDSO getrandom" : "getrandom");
 	fflush(stdout);
 	for (;;) {
-		uint64_t n, k, i;
-
-		if (getrandom(&ring[page->spins % RING_ENTRIES], sizeof(*ring), 0) != sizeof(*ring))
-			die("getrandom");
-		page->spins++;
-		if (poll(&pfd, 1, 0) <= 0)
+		stream_step();
+		/* A look at the command channel now and then: not a system call per output. */
+		if (++calls % 256 || poll(&pfd, 1, 0) <= 0)
 			continue;
 		if (!fgets(line, sizeof(line), command))
 			die("command input");
-		if (!strncmp(line, "event", 5)) {
+		if (!strncmp(line, "event", 5))
 			print_event(prng, 0, 0, 0);
-			continue;
-		}
-		if (sscanf(line, "dump %" SCNu64 " %" SCNu64, &n, &k) != 2)
-			continue;
-		if (k > RING_ENTRIES / 2)
-			k = RING_ENTRIES / 2;
-		while (page->spins < n + k) {
-			if (getrandom(&ring[page->spins % RING_ENTRIES], 8, 0) != 8)
-				die("getrandom");
-			page->spins++;
-		}
-		for (i = 0; i < k; i++) {
-			printf("%s%08" PRIx32, i % 16 ? " " : "# scenario: dump ",
-			       (uint32_t)ring[(n + i) % RING_ENTRIES]);
-			if (i % 16 == 15 || i + 1 == k)
-				putchar('\n');
-		}
-		printf("# scenario: dump end\n");
+		else
+			stream_dump(line);
 		fflush(stdout);
 	}
 }
@@ -249,6 +365,7 @@ int main(void)
 	int fd, efd;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	pin_to_cpu();
 	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (page == MAP_FAILED || mlock(page, 4096))
 		die("agent page");
@@ -283,9 +400,16 @@ int main(void)
 	fflush(stdout);
 
 	command = open_command();
+	if (!strcmp(mode, "vstream")) {
+		if (vdso_getrandom_init(&vdso)) {
+			printf("# scenario: not applicable: %s\n", vdso.why);
+			return 0;
+		}
+		stream_vdso = 1;
+	}
 	if (!strcmp(mode, "epoch"))
 		run_epoch(&prng);
-	else if (!strcmp(mode, "stream"))
+	else if (!strcmp(mode, "stream") || !strcmp(mode, "vstream"))
 		run_stream(&prng);
 	else if (!strcmp(mode, "attest"))
 		run_attest();
