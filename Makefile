@@ -49,9 +49,12 @@ export RESEED_QEMU_SRC := $(abspath $(QEMU_SRC))
 export RESEED_KERNEL  := $(abspath $(BZIMAGE))
 export RESEED_INITRD  := $(abspath $(INITRAMFS))
 
-# Guest programs: every guest-tests/*.c; bench_* run only under 'make bench'; the
+# Guest programs: every guest-tests/*.c and the kernel's own vDSO getrandom() selftest
+# (built from the row's tree, see below); bench_* run only under 'make bench'; the
 # attestation tests need the fake SEV-SNP responder and run from scripts/check-attest.py.
-GUEST_PROGS  := $(sort $(basename $(notdir $(wildcard guest-tests/*.c))))
+KSELFTESTS   := vdso_test_getrandom
+GUEST_PROGS  := $(sort $(filter-out kselftest_absent,$(basename $(notdir \
+		$(wildcard guest-tests/*.c)))) $(KSELFTESTS))
 ATTEST_TESTS := tsm_report sev_vmpck_wipe
 GUEST_TESTS  := $(filter-out bench_% scenario_% $(ATTEST_TESTS),$(GUEST_PROGS))
 SNP_CERTS    := $(BUILD)/snp/ask_ark.pem
@@ -117,15 +120,27 @@ $(GUEST)/bin/%: guest-tests/%.c $(wildcard guest-tests/*.h) $(KERNEL_BUILT)
 	@mkdir -p $(@D)
 	gcc $(GUEST_CFLAGS) -o $@ $< $(filter %.o,$^) $(if $(filter bench_%,$*),-lm)
 
-# The vDSO selftests' folder of the row's tree: its parse_vdso.c finds __vdso_getrandom
-# for the programs that call it (guest-tests/vdso_getrandom.h); where the vDSO has none
-# (before 6.11), they say so when they run.
+# The vDSO selftests' folder of the row's tree.  Its parse_vdso.c finds __vdso_getrandom
+# for the programs that call it (guest-tests/vdso_getrandom.h); the kernel's own
+# getrandom() selftest is built from there with its own flags (its Makefile's).  6.11
+# added both the vDSO getrandom() and the test: in an older tree a stand-in reports the
+# skip and why, and the programs that call the vDSO say at run time that it has none.
 VDSO_SELFTESTS := $(LINUX_SRC)/tools/testing/selftests/vDSO
 VDSO_USERS     := scenario_agent bench_epoch_prng
 $(addprefix $(GUEST)/bin/,$(VDSO_USERS)): $(GUEST)/obj/parse_vdso.o
 $(GUEST)/obj/parse_vdso.o: $(VDSO_SELFTESTS)/parse_vdso.c $(KERNEL_BUILT)
 	@mkdir -p $(@D)
 	gcc -O2 -std=gnu99 -D_GNU_SOURCE -c -o $@ $<
+
+$(GUEST)/bin/vdso_test_getrandom: guest-tests/kselftest_absent.c $(KERNEL_BUILT)
+	@mkdir -p $(@D)
+	$(if $(wildcard $(VDSO_SELFTESTS)/vdso_test_getrandom.c), \
+		gcc -static -O2 -std=gnu99 -D_GNU_SOURCE -isystem $(LINUX_SRC)/tools/include \
+		-isystem $(HEADERS)/include -isystem $(LINUX_SRC)/include/uapi -o $@ \
+		$(VDSO_SELFTESTS)/vdso_test_getrandom.c $(VDSO_SELFTESTS)/parse_vdso.c, \
+		gcc $(GUEST_CFLAGS) -DTEST='"vdso_test_getrandom"' \
+		-DREASON='"Linux $(R) has no vDSO getrandom() and no such selftest (6.11 added both)"' \
+		-o $@ $<)
 
 $(INITRAMFS): $(GUEST_BINS) guest/init scripts/build-initramfs.sh
 	@$(STAGE) initramfs[$(R)] scripts/build-initramfs.sh $(LINUX_SRC) $@ $(GUEST_BINS)
