@@ -185,7 +185,7 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 		"conformance: every normative statement has a passing test ($(RESULTS)/conformance.md)" \
 		scripts/conformance.py docs/spec/statements.tsv $(RESULTS) $(RESULTS)/conformance.md
 
-scenarios: qemu guest ## run the snapshot scenarios: make scenarios [KERNEL=img] [ONLY=3,6]
+scenarios: qemu guest $(UPSTREAM_VMLINUZ) ## run the snapshot scenarios: make scenarios [KERNEL=img] [ONLY=3,6]
 	snapshot-scenarios/run.py $(if $(KERNEL),--kernel $(KERNEL)) $(if $(ONLY),--only $(ONLY))
 
 guest-test: qemu guest $(SNP_CERTS) ## boot the guest and run one test: make guest-test T=smoke

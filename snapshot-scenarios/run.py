@@ -27,10 +27,17 @@ guest memory read while the VM is stopped and from what the agent prints afterwa
  10 fill-on-leak bytes alone           under -icount, without RDRAND: clones given the
                                        same fill bytes (same -seed) repeat each other,
                                        clones given different ones diverge
+ 11 vDSO getrandom across clones       2 and 8 clones of one saved state calling the
+                                       vDSO's getrandom() in a loop share no output
+                                       after resume, and a caller that re-checks the
+                                       epoch keeps none from before; measured next to
+                                       Debian's 6.12 with and without vmgenid, leak=off
+                                       (asserted to share) and in-process loadvm
 
 Where the kernel has no RNG epoch (RNDEPOCH fails), scenarios 1-5, 8 and 10 report 'not
-applicable' (TAP SKIP with that reason) and 6-7 still measure what the kernel does;
-where it has no configfs-tsm provider for the responder, 9 is not applicable.
+applicable' (TAP SKIP with that reason) and 6-7 and 11 still measure what the kernel does;
+where it has no configfs-tsm provider for the responder, 9 is not applicable, and where
+its vDSO has no getrandom() (before 6.11, so the 6.1 row), 11 is not applicable.
 Ends with one table: scenario, VMs, result, spin figure, time.
 """
 
@@ -51,12 +58,15 @@ import vmharness as vm  # noqa: E402
 CLONES = 8
 CYCLES = 100
 PEER_PAIRS = 2
+VMGENID = ("vmgenid,guid=auto",)
+UPSTREAM_KERNEL = os.path.join(vm.BUILD, "upstream-kernel", "vmlinuz")   # Debian's 6.12
 READY = r"^# scenario: ready page_gpa=(0x[0-9a-f]+) mode=(\w+) epoch=(\w+)"
 # Not anchored at line starts: after a loadvm the UART's restored state can glue an agent
 # line to the end of the previous one in the console log.
 EVENT = re.compile(r"# scenario: event n=(\d+) final_spins=(\d+) old_epoch=(0x[0-9a-f]+) "
                    r"new_epoch=(0x[0-9a-f]+) reseeds=(\d+) getrandom=([0-9a-f]{64}) "
                    r"prng=([0-9a-f]{64})")
+KERNEL_LINE = re.compile(r"\[ *\d+\.\d+\] [^\n]*\n")     # a printk line on the console
 PAGE = struct.Struct("<QQIIQ")          # struct agent_page
 AGENT_MAGIC = 0x72657365656421
 
@@ -79,7 +89,7 @@ class Agent:
 
     def __init__(self, name, mode="epoch", kernel=vm.KERNEL, leak=True, cpu="max",
                  disk=False, extra_devices=(), incoming=None, trace=(), qemu_args=(),
-                 rng_opts=""):
+                 rng_opts="", smp=1):
         rng = "virtio-rng-pci,id=rng0" + ("" if leak else ",leak=off") + rng_opts
         # The device's leak trace (held, performed, rejected, events) goes to qemu.stderr
         # in the run directory: a few lines per leak, and what explains a failure.
@@ -91,9 +101,12 @@ class Agent:
             extra += ["-S", "-incoming", f"exec:cat {incoming}"]
         self.name = name
         self.disk = vm.make_qcow2(os.path.join(vm.RUNDIR, f"{name}.qcow2")) if disk else None
-        self.g = vm.Guest(name, append=f"tests=scenario_agent scenario={mode}",
-                          kernel=kernel, cpu=cpu, devices=(rng,) + tuple(extra_devices),
-                          drive=self.disk, extra=extra, serial_input=True)
+        # More than one vCPU: the agent on the last, the interrupts on the others.
+        append = f"tests=scenario_agent scenario={mode}" + \
+            (f" scenario_cpu={smp - 1}" if smp > 1 else "")
+        self.g = vm.Guest(name, append=append, kernel=kernel, cpu=cpu, smp=smp,
+                          devices=(rng,) + tuple(extra_devices), drive=self.disk, extra=extra,
+                          serial_input=True)
         self.gpa = None
         self.mode = mode
 
@@ -111,7 +124,10 @@ class Agent:
         return {"spins": spins, "epoch": epoch, "events": events}
 
     def wait_spinning(self, timeout=60, start=0):
-        self.g.wait_console(r"^# scenario: (spinning|waiting|streaming)", timeout, start)
+        m = self.g.wait_console(r"^# scenario: (spinning|waiting|streaming|not applicable: (.*))",
+                                timeout, start)
+        if m.group(2):
+            raise NotApplicable(m.group(2).strip())
 
     def wait_event(self, start, timeout=60):
         """The agent's next event line after console offset start.  In epoch mode, also
@@ -223,7 +239,7 @@ def s2_loadvm(ctx):
 def saved_source(ctx, tag, settle, want_epoch=False, **agent):
     """Boot a source agent, let it run for settle seconds, save it to a migration file
     and end it.  Returns (source, N at the snapshot, path of the file)."""
-    src = Agent(f"{tag}-src", kernel=ctx.kernel, **agent).boot()
+    src = Agent(f"{tag}-src", **{"kernel": ctx.kernel, **agent}).boot()
     ctx.has_epoch = src.has_epoch
     try:
         if want_epoch:
@@ -241,7 +257,7 @@ def saved_source(ctx, tag, settle, want_epoch=False, **agent):
 def clone_of(ctx, tag, i, src, path, **agent):
     """Clone i, started with -incoming from path and paused until the caller's cont;
     on an error its QMP exchange, device trace and console are printed; always ended."""
-    c = Agent(f"{tag}-clone{i}", kernel=ctx.kernel, incoming=path, **agent)
+    c = Agent(f"{tag}-clone{i}", incoming=path, **{"kernel": ctx.kernel, **agent})
     c.g.start()
     try:
         c.wait_migrated()
@@ -348,43 +364,62 @@ def s6_negative(ctx):
         f"getrandom() outputs: {'all identical' if same_kernel else 'differ'}"]
 
 
-def stream_window(ctx, tag, leak, extra_devices=(), pairs=1, dump=4096):
-    """Two clones stream getrandom(8): how many outputs after resume do they share?"""
-    agent = {"leak": leak, "mode": "stream", "extra_devices": extra_devices}
+def read_stream(agent, ring, start, count):
+    """Outputs start..start+count-1 of a streaming agent's ring ('raw' or 'guarded'),
+    as 8-digit hex strings (the low 32 bits of each 8-byte output)."""
+    mark = agent.g.console_size()
+    agent.g.send_command(f"dump {start} {count} {ring}\n")
+    m = agent.g.wait_console(r"# scenario: dump (end|refused.*|overrun.*)", 60, mark)
+    check(m.group(1) == "end", f"{agent.name}: dump {m.group(1)}")
+    # The kernel's console messages can land inside a line of the agent's: cut them out.
+    text = KERNEL_LINE.sub("", agent.g.read_console()[mark:m.start()])
+    values = [v for line in re.findall(rf"# scenario: dump {ring}((?: [0-9a-f]{{8}})+)", text)
+              for v in line.split()]
+    check(len(values) == count, f"{agent.name}: {len(values)} outputs of ring {ring}, "
+          f"want {count}")
+    return values
+
+
+def stream_clones(ctx, tag, count, rings=("raw",), run=1.0, dump=4096, **agent):
+    """Save one source streaming a generator's outputs (scenario=stream or vstream), start
+    count clones of it in turn, let each run for run seconds; return N, the index in
+    flight at the snapshot, per clone its outputs N..N+dump of each ring and one output of
+    its unguarded user-space generator ('prng'), and whether the guest had the epoch."""
+    agent.setdefault("mode", "stream")
     src, n, path = saved_source(ctx, tag, 0.5, **agent)
-    dumps, prngs = [], []
-    for i in range(2 * pairs):
+    streams = []
+    for i in range(count):
         with clone_of(ctx, tag, i, src, path, **agent) as c:
             c.g.qmp("cont")
-            time.sleep(1.0)
-            mark = c.g.console_size()
-            # From n + 1: the entry at n may have been written before the snapshot, by
-            # the loop iteration in flight (the same allowance as final - N <= 1).
-            c.g.send_command(f"dump {n + 1} {dump}\n")
-            c.g.wait_console(r"# scenario: dump end", 60, mark)
-            text = c.g.read_console()[mark:]
-            vals = []
-            for line in re.findall(r"# scenario: dump ([0-9a-f ]+)", text):
-                vals += line.split()
+            time.sleep(run)
+            stream = {r: read_stream(c, r, n, dump + 1) for r in rings}
             mark = c.g.console_size()
             c.g.send_command("event\n")
-            prngs.append(c.wait_event(mark)["prng"])
-            dumps.append(vals)
+            stream["prng"] = c.wait_event(mark)["prng"]
+            streams.append(stream)
     os.unlink(path)
-    shared = []
-    for a, b in zip(dumps[0::2], dumps[1::2]):
-        k = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-        shared.append(k)
-    repeated = all(x == y for x, y in zip(prngs[0::2], prngs[1::2]))
-    return shared, repeated
+    return n, streams, src.has_epoch
+
+
+def common_prefix(a, b):
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
 def s7_peer(ctx):
     """Measure, not assert, the peer; assert only that our feature shares nothing."""
-    none, none_rep = stream_window(ctx, "s7-none", leak=False, pairs=PEER_PAIRS)
-    peer, peer_rep = stream_window(ctx, "s7-vmgenid", leak=False,
-                                   extra_devices=("vmgenid,guid=auto",), pairs=PEER_PAIRS)
-    ours, _ = stream_window(ctx, "s7-leak", leak=True, pairs=PEER_PAIRS)
+    def pairs(tag, **agent):
+        """Outputs after resume that each pair of clones shares, and whether every pair's
+        unguarded user-space generator repeated.  From N + 1: the output at N may have
+        been generated before the snapshot, by the call in flight (the same allowance as
+        final - N <= 1)."""
+        _, streams, _ = stream_clones(ctx, tag, 2 * PEER_PAIRS, **agent)
+        two = list(zip(streams[0::2], streams[1::2]))
+        return ([common_prefix(a["raw"][1:], b["raw"][1:]) for a, b in two],
+                all(a["prng"] == b["prng"] for a, b in two))
+
+    none, none_rep = pairs("s7-none", leak=False)
+    peer, peer_rep = pairs("s7-vmgenid", leak=False, extra_devices=VMGENID)
+    ours, _ = pairs("s7-leak", leak=True)
     fmt = lambda v: "/".join(str(x) for x in v)  # noqa: E731
     if ctx.has_epoch:
         check(max(ours) == 0, f"with the leak feature two clones still shared {max(ours)} "
@@ -735,6 +770,156 @@ def s9_attest(ctx):
     return 3, "4 reports across savevm/loadvm, 1 in each of 2 clones", details
 
 
+# -- 11: getrandom() in the vDSO (6.11), what glibc 2.41 calls.  Each process keeps its
+# own key in user memory and rekeys only when the generation in the vDSO data page moves;
+# with the leak queues the device writes that generation with the epoch, before any vCPU
+# runs.  The agent streams the vDSO's outputs into two rings: 'raw', the first output of
+# each index, and 'guarded', what a caller that re-reads the epoch after the call (and
+# calls again when it moved) keeps.  Index N, in flight at the snapshot, is reported
+# apart: it may have been generated, in part or whole, before the snapshot.
+#
+# Every VM here has two vCPUs, the agent on one and the interrupts on the other, as
+# programs and devices are apart in real VMs.  On one vCPU under TCG, the interrupt that
+# a restore leaves pending always runs before the agent's next instruction, and its
+# handler's first random draw reseeds the crng (the epoch moved): that would hide a
+# kernel whose vDSO does not learn of the leak before the vCPUs run.
+
+VDSO_RINGS = ("raw", "guarded")
+VDSO_DUMP = 4096
+VDSO_SMP = 2
+
+
+def vdso_clones(ctx, tag, count, **agent):
+    """count clones of one saved state streaming vDSO getrandom(8): their outputs from N,
+    and whether the guest had the epoch.  The host asks for the outputs right after cont:
+    the agent is then still near N + 1, and they come from its own loop either way."""
+    _, streams, has_epoch = stream_clones(ctx, tag, count, rings=VDSO_RINGS, run=0,
+                                          dump=VDSO_DUMP, mode="vstream", smp=VDSO_SMP,
+                                          **agent)
+    return streams, has_epoch
+
+
+def vdso_loadvm(ctx, tag, **agent):
+    """One QEMU process: savevm, the original resumes and streams; loadvm of that snapshot
+    and it streams again.  The two timelines' outputs from N, like two clones'."""
+    a = Agent(tag, disk=True, mode="vstream", smp=VDSO_SMP,
+              **{"kernel": ctx.kernel, **agent}).boot()
+    timelines = []
+    try:
+        a.wait_spinning()
+        time.sleep(0.5)
+        a.g.qmp("stop")
+        n = a.page()["spins"]
+        a.g.hmp(f"savevm {tag}")
+        for restore in (False, True):
+            if restore:
+                a.g.qmp("stop")
+                a.g.hmp(f"loadvm {tag}")
+                check(a.page()["spins"] == n, f"{tag}: loadvm did not restore index {n}")
+            a.g.qmp("cont")
+            timelines.append({r: read_stream(a, r, n, VDSO_DUMP + 1) for r in VDSO_RINGS})
+    except NotApplicable:
+        raise
+    except Exception:
+        a.g.report_failure(tag)
+        raise
+    finally:
+        a.kill()
+    return timelines, a.has_epoch
+
+
+def vdso_shared(streams):
+    """From outputs N..N+K of two or more VMs: the longest run after resume (from N + 1)
+    that two of them share, at how many indices after resume any two agree, how many VMs
+    share their output at N with another, and at how many indices from N (the one in
+    flight included) any two guarded outputs agree."""
+    def agreeing(columns):
+        return sum(1 for col in columns if len(set(col)) < len(col))
+
+    raw = list(zip(*(s["raw"] for s in streams)))
+    return {"run": max(common_prefix(a["raw"][1:], b["raw"][1:])
+                       for a, b in itertools.combinations(streams, 2)),
+            "indices": agreeing(raw[1:]),
+            "in_flight": sum(1 for v in raw[0] if raw[0].count(v) > 1),
+            "guarded": agreeing(zip(*(s["guarded"] for s in streams)))}
+
+
+def upstream_kernel_name():
+    """Debian's prebuilt kernel, named by its package, or None when it was not fetched."""
+    if not os.path.exists(UPSTREAM_KERNEL):
+        return None
+    try:
+        with open(UPSTREAM_KERNEL + ".package") as f:
+            return "Debian " + f.read().strip().replace("linux-image-", "").replace(
+                "-unsigned", "")
+    except OSError:
+        return "Debian's prebuilt kernel"
+
+
+def s11_vdso(ctx):
+    ours = f"ours ({vm.ROW})" if ctx.kernel == os.path.abspath(vm.KERNEL) else "--kernel"
+    debian = upstream_kernel_name()
+    up = {"kernel": UPSTREAM_KERNEL, "leak": False}
+    rows = []                   # mechanism, short name, kernel, VMs, figures, guard usable
+
+    def measure(mechanism, short, kernel, vms, result):
+        streams, has_epoch = result
+        rows.append((mechanism, short, kernel, vms, len(streams), vdso_shared(streams),
+                     has_epoch))
+        return rows[-1][5], has_epoch
+
+    # One saved state for both sets: the 2-clone figure is that of its first two clones.
+    clones8 = vdso_clones(ctx, "s11-leak", CLONES, leak=True)
+    two, has_epoch = measure("leak queues (us)", "us", ours, 2, (clones8[0][:2], clones8[1]))
+    eight, _ = measure("leak queues (us)", f"us x{CLONES}", ours, CLONES, clones8)
+    off, _ = measure("negative control: leak=off", "leak=off", ours, 2,
+                     vdso_clones(ctx, "s11-off", 2, leak=False))
+    if debian:
+        measure("no protection", "none", debian, 2, vdso_clones(ctx, "s11-none", 2, **up))
+        measure("vmgenid (peer)", "vmgenid", debian, 2,
+                vdso_clones(ctx, "s11-vmgenid", 2, extra_devices=VMGENID, **up))
+    loadvm, _ = measure("leak queues, in-process loadvm", "us loadvm", ours, 1,
+                        vdso_loadvm(ctx, "s11-loadvm", leak=True))
+    if debian:
+        measure("vmgenid, in-process loadvm", "vmgenid loadvm", debian, 1,
+                vdso_loadvm(ctx, "s11-loadvm-vmgenid", extra_devices=VMGENID, **up))
+
+    table = [f"vDSO getrandom(8) outputs shared after resume, {VDSO_DUMP} sampled from N+1 "
+             f"(N: the call in flight at the snapshot); {VDSO_SMP} vCPUs, the agent on one, "
+             "the interrupts on the other; in-process loadvm compares the original's "
+             "timeline after savevm with the restored one:",
+             f"  {'mechanism':<31} {'kernel':<34} {'VMs':>3} {'longest run':>11} "
+             f"{'indices':>7} {'in flight':>9} {'guarded':>7}"]
+    for mechanism, _, kernel, vms, streams, f, guard in rows:
+        in_flight = f"{f['in_flight']}/{streams}"
+        table.append(f"  {mechanism:<31} {kernel:<34} {vms:>3} {f['run']:>11} "
+                     f"{f['indices']:>7} {in_flight:>9} {f['guarded'] if guard else 'n/a':>7}")
+    if not debian:
+        table.append(f"  Debian's 6.12: not measured, {UPSTREAM_KERNEL} is missing "
+                     "(make build/upstream-kernel/vmlinuz)")
+    table += ["  longest run: outputs two VMs shared in a row; indices: at how many sampled "
+              "indices two VMs agreed; in flight: VMs whose output N another VM has too;",
+              "  guarded: indices from N on where two VMs agreed for a caller that re-reads "
+              "the epoch after each call and calls again when it moved (n/a: no epoch)"]
+    text = "\n".join(table)
+
+    check(off["indices"] > 0, "with leak=off the clones' vDSO getrandom() outputs should "
+          "repeat each other, and they did not: this scenario could not tell a broken "
+          "device\n" + text)
+    if has_epoch:
+        for what, f in (("2 clones", two), (f"{CLONES} clones", eight),
+                        ("savevm/loadvm in one process", loadvm)):
+            check(f["indices"] == 0, f"leak queues, {what}: vDSO getrandom() outputs shared "
+                  f"after resume at {f['indices']} indices (longest run {f['run']})\n" + text)
+            check(f["guarded"] == 0, f"leak queues, {what}: the epoch-guarded caller kept "
+                  f"a shared output at {f['guarded']} indices\n" + text)
+    else:
+        table.append("  (this kernel has no RNG epoch: nothing asserted for the leak queues)")
+    figure = ", ".join(f"{short} {f['indices']}" for _, short, _, _, _, f, _ in rows)
+    vms = 1 + CLONES + 3 + 1 + (3 + 3 + 1 if debian else 0)
+    return vms, f"shared indices: {figure}", table
+
+
 SCENARIOS = [
     (1, "savevm, original resumes", s1_savevm),
     (2, "loadvm of that snapshot", s2_loadvm),
@@ -746,6 +931,7 @@ SCENARIOS = [
     (8, "driver conformance from the device's traces", s8_driver),
     (9, "attestation across savevm/loadvm and clones", s9_attest),
     (10, "fill-on-leak bytes alone separate clones", s10_fill_bytes),
+    (11, "vDSO getrandom across clones", s11_vdso),
 ]
 
 
@@ -829,7 +1015,7 @@ def main():
             vms, figure, details = 0, "-", []
             result, line = "n/a", f"ok {i} - scenario:{num} {title} # SKIP not applicable: {e}"
         except Exception as e:  # noqa: BLE001 - any error is this scenario's failure
-            vms, figure, details = 0, "-", [f"{type(e).__name__}: {e}"]
+            vms, figure, details = 0, "-", f"{type(e).__name__}: {e}".splitlines()
             result, line = "FAIL", f"not ok {i} - scenario:{num} {title}"
             failed += 1
         secs = time.monotonic() - t0
