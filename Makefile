@@ -70,7 +70,7 @@ GUEST_CFLAGS := -static -O2 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compar
 STAGE := scripts/stage.sh
 
 .DEFAULT_GOAL := all
-.PHONY: all help deps sources qemu kernel guest certs check check-row demo bench \
+.PHONY: all help deps sources build-each-patch qemu kernel guest certs check check-row demo bench \
 	guest-test scenarios export-patches clean distclean FORCE
 
 all: qemu kernel guest $(SNP_CERTS) ## build the row (default: the newest) and run the demo
@@ -98,6 +98,9 @@ $(LINUX_SRC)/.git/reseed-series: FORCE | $(STAMP)/deps
 		'$(LINUX_DEB_VERSION_$(R))'
 
 # --- 3. the patch loop: commit in build/src/*, then regenerate the patch files
+build-each-patch: sources ## build every commit of the row's kernel series on its own, in order
+	scripts/build-each-patch.sh $(LINUX_SRC) $(FRAGMENT)
+
 export-patches: ## regenerate the row's qemu-patches/ and kernel-patches/ from build/src commits
 	scripts/export-patches.sh qemu $(QEMU_SRC) $(QPATCHES) '$(QEMU_DEB_VERSION_$(QV))'
 	scripts/export-patches.sh linux $(LINUX_SRC) $(KPATCHES) '$(LINUX_DEB_VERSION_$(R))'
