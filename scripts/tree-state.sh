@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tree-state.sh - print a hash of a git work tree's exact state (HEAD, staged and
+# tree-state.sh - print a hash of a git work tree's exact state (HEAD's tree, staged and
 # unstaged changes, untracked files that are not ignored) plus any extra files given.
 # Build scripts compare it with the state they last built, to skip a no-op rebuild.
 #
@@ -9,7 +9,9 @@ set -euo pipefail
 dir=$1
 shift
 {
-	git -C "$dir" rev-parse HEAD
+	# The tree, not the commit: a developer's tree and a fresh clone's, which applied
+	# the same patch files, hold the same files under different commit ids.
+	git -C "$dir" rev-parse 'HEAD^{tree}'
 	git -C "$dir" diff HEAD
 	git -C "$dir" ls-files --others --exclude-standard -z | (cd "$dir" && xargs -0 -r sha256sum)
 	for f in "$@"; do sha256sum "$f"; done
