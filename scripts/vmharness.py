@@ -123,6 +123,16 @@ signal.signal(signal.SIGTERM, _on_signal)
 signal.signal(signal.SIGINT, _on_signal)
 
 
+
+def _refused(exc):
+    """Whether a QMP connect failed because nothing listened on the socket yet."""
+    while exc is not None:
+        if isinstance(exc, ConnectionRefusedError):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 class Timeout(Exception):
     pass
 
@@ -189,8 +199,27 @@ class Guest:
             if time.monotonic() > deadline:
                 raise Timeout(f"{self.name}: no QMP socket after {timeout}s")
             time.sleep(0.02)
-        self.monitor = cls(self.qmp_path)
-        self.monitor.connect()
+        # QEMU binds the socket before it listens: on a loaded host a connect() can fall
+        # between the two and be refused.  Retry until the deadline.
+        while True:
+            monitor = cls(self.qmp_path)
+            try:
+                monitor.connect()
+                break
+            except Exception as e:
+                if not _refused(e):
+                    raise
+                try:
+                    monitor.close()
+                except Exception:
+                    pass
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"{self.name}: QEMU exited at start-up:\n"
+                                       f"{self.stderr()}") from e
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        self.monitor = monitor
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
