@@ -135,10 +135,10 @@ VDSO_SELFTESTS := $(LINUX_SRC)/tools/testing/selftests/vDSO
 VDSO_USERS     := scenario_agent bench_epoch_prng
 $(addprefix $(GUEST)/bin/,$(VDSO_USERS)): $(GUEST)/obj/parse_vdso.o
 $(GUEST)/obj/parse_vdso.o: $(VDSO_SELFTESTS)/parse_vdso.c $(KERNEL_BUILT)
-# The selftests' sources come with the tree: made by the sources stage (make -n, -j).
-$(VDSO_SELFTESTS)/parse_vdso.c: $(LINUX_SRC)/.git/reseed-series ;
 	@mkdir -p $(@D)
 	gcc -O2 -std=gnu99 -D_GNU_SOURCE -c -o $@ $<
+# The selftests' sources come with the tree: made by the sources stage (make -n, -j).
+$(VDSO_SELFTESTS)/parse_vdso.c: $(LINUX_SRC)/.git/reseed-series ;
 
 $(GUEST)/bin/vdso_test_getrandom: guest-tests/kselftest_absent.c $(KERNEL_BUILT)
 	@mkdir -p $(@D)
