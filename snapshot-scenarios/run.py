@@ -940,7 +940,8 @@ def demo(ctx):
     say = lambda text="": print(text, flush=True)  # noqa: E731
     say("What happens to randomness when a VM is cloned")
     say("===============================================")
-    say(f"We boot a VM (our Linux 6.1 in our QEMU 7.2, {vm.accel_line()}).")
+    say(f"We boot a VM (our Linux {vm.ROW} in our QEMU "
+        f"{vm.VERSIONS['QEMU_OF_ROW_' + vm.ROW]}, {vm.accel_line()}).")
     say("A program in it maps the kernel's RNG epoch page, seeds a user-space random")
     say("generator from getrandom(), and spins, counting, while the epoch stays the same.")
     say(f"Then we pause the VM, save its whole state to one file, and start {CLONES} clones")
