@@ -175,6 +175,10 @@ check: ## build and test every row (ROW=...: one); ends with 'N passed, N failed
 	$(if $(DRY_RUN),exit 0;) scripts/summary.py $(RESULTS_ALL) $(CHECK_ROWS) || exit 1; \
 	[ -z "$$failed" ] || { echo "check: the build of row(s)$$failed failed"; exit 1; }
 
+# virtio-rng through the DMA API (VIRTIO_F_ACCESS_PLATFORM, no vIOMMU: direct DMA), for the
+# DMA API's debug checks and, with swiotlb=force, bounced DMA (issue 14 items 2 and 5).
+RNG_DMA_API := virtio-rng-pci,id=rng0,iommu_platform=on,disable-legacy=on
+
 check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suites (make check ROW=... runs it)
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
 	-@$(STAGE) check-qtest[$(R)] scripts/check-qtest.sh $(QEMU_SRC) $(QEMU_OBJ) $(RESULTS)/qtest.tap
@@ -182,6 +186,11 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 		--tap $(RESULTS)/guest.tap $(subst $(eval) ,$(comma),$(GUEST_TESTS))
 	-@$(STAGE) check-guest-leak-off[$(R)] scripts/guest-test.py --name check-guest-leak-off \
 		--device virtio-rng-pci,id=rng0,leak=off --tap $(RESULTS)/guest-leak-off.tap epoch_abi
+	-@$(STAGE) check-guest-dma[$(R)] scripts/guest-test.py --name check-guest-dma \
+		--device $(RNG_DMA_API) --tap $(RESULTS)/guest-dma.tap epoch_abi
+	-@$(STAGE) check-guest-bounce[$(R)] scripts/guest-test.py --name check-guest-bounce \
+		--device $(RNG_DMA_API) --append swiotlb=force --tap $(RESULTS)/guest-bounce.tap \
+		epoch_abi
 	-@$(STAGE) check-attest[$(R)] scripts/check-attest.py $(RESULTS)
 	-@$(STAGE) check-differential[$(R)] scripts/tap-step.sh $(RESULTS)/differential.tap \
 		"io_uring_sysctl: same results on our $(R) and on Debian's $(UPSTREAM_KERNEL_PACKAGE)" \

@@ -564,9 +564,12 @@ class TracedAgent(Agent):
         for event in TRACE_EVENTS[:-1]:
             extra += ["-trace", f"enable={event}"]
         extra += ["-trace", f"enable={TRACE_EVENTS[-1]},file={self.trace}"]
-        # ioeventfd=off: every kick is traced (virtio_queue_notify), with its queue
+        # ioeventfd=off: every kick is traced (virtio_queue_notify), with its queue.
+        # iommu_platform=on: the driver maps its requests through the DMA API (direct,
+        # no bounce), whose debug checks (CONFIG_DMA_API_DEBUG) then see every leak.
         self.g = vm.Guest(name, append="tests=scenario_agent scenario=epoch", kernel=kernel,
-                          devices=("virtio-rng-pci,id=rng0,ioeventfd=off",), extra=extra,
+                          devices=("virtio-rng-pci,id=rng0,ioeventfd=off,"
+                                   "iommu_platform=on,disable-legacy=on",), extra=extra,
                           serial_input=True)
 
     def boot(self, timeout=120):
