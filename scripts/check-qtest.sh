@@ -5,12 +5,13 @@
 #   Runs, against the qemu-system-x86_64 of QEMU-OBJDIR, the qos graph paths of qos-test
 #   that name virtio-rng (QEMU's own tests and ours) and every test of
 #   sev-snp-responder-test (with the fake AMD chain of scripts/snp-certs.sh in
-#   build/snp), and writes their results to OUT.tap.  A test binary that is missing,
+#   build/snp) and, where QEMU-SRCDIR has it (QEMU 10), of vmclock-test, and writes
+#   their results to OUT.tap.  A test binary that is missing,
 #   lists no test, crashes or runs fewer tests than it lists, and a skipped test, are
 #   failures of their own.
 set -euo pipefail
 [ $# -eq 3 ] || { echo "usage: $0 QEMU-SRCDIR QEMU-OBJDIR OUT.tap" >&2; exit 2; }
-obj=$2 out=$3
+src=$1 obj=$2 out=$3
 top=$(cd "$(dirname "$0")/.." && pwd)
 
 "$top/scripts/snp-certs.sh" "$top/build/snp"
@@ -98,6 +99,10 @@ run_suite() {
 
 run_suite qos-test '/virtio-rng'
 run_suite sev-snp-responder-test '/sev-snp-responder/' isolate
+# QEMU 7.2 has no vmclock device
+if [ -f "$src/tests/qtest/vmclock-test.c" ]; then
+	run_suite vmclock-test '/vmclock/' isolate
+fi
 
 awk -F '\t' '{ verdict[++n] = $1; names[n] = $2 }
 END {
