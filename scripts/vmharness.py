@@ -123,7 +123,6 @@ signal.signal(signal.SIGTERM, _on_signal)
 signal.signal(signal.SIGINT, _on_signal)
 
 
-
 def _refused(exc):
     """Whether a QMP connect failed because nothing listened on the socket yet."""
     while exc is not None:
