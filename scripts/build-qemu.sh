@@ -12,6 +12,18 @@
 #   Debian 12 lacks: that Debian package, version MESON-DEB-VERSION (bookworm-backports),
 #   is unpacked into build/tools/ (not installed) and put on PYTHONPATH for configure
 #   and for every ninja run, which may re-run meson.
+#
+#   It also builds the qtest binaries the tree runs (scripts/check-qtest.sh, bench.sh).
+#
+#   The build cache: those binaries are kept under RESEED_BUILD_CACHE (default
+#   ~/.cache/reseed-lab/qemu), keyed by the source tree's exact state, the configure
+#   arguments, the device set, this script, the compiler and the libraries QEMU links.
+#   A fresh clone (a build directory that was never configured) whose key is there
+#   restores them instead of configuring and building: even with every object a ccache
+#   hit, configure, meson and the links take one to two minutes.  Such a directory has
+#   no build.ninja; the scripts that run ninja there use the binaries as they are, and
+#   the first change to the tree configures and builds it for real.
+#   RESEED_BUILD_CACHE= (empty) turns it off, as it does the kernel's.
 set -euo pipefail
 
 [ $# -ge 2 ] || { echo "usage: $0 SRCDIR OBJDIR [MESON-DEB-VERSION [NINJA-TARGET...]]" >&2; exit 2; }
@@ -63,19 +75,61 @@ mkdir -p "$obj"
 # One build at a time in a build directory.
 exec 9>"$obj.lock"
 flock 9
-if [ ! -f "$obj/build.ninja" ] || [ "$(cat "$obj/.reseed-config" 2>/dev/null)" != "${config[*]}" ]; then
-	(cd "$obj" && "$src/configure" "${config[@]}" >configure.log 2>&1) || {
-		tail -30 "$obj/configure.log" >&2
-		echo "build-qemu: configure failed (full log: $obj/configure.log)" >&2
-		exit 1
-	}
-	echo "${config[*]}" >"$obj/.reseed-config"
+
+# What the tree runs of a build; 7.2 has no vmclock device and no vmclock-test.
+qtests=(tests/qtest/qos-test tests/qtest/sev-snp-responder-test)
+[ ! -f "$src/tests/qtest/vmclock-test.c" ] || qtests+=(tests/qtest/vmclock-test)
+kept=(qemu-system-x86_64 qemu-img "${qtests[@]}" qemu-bundle/usr/local/share/qemu/keymaps)
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/reseed-lab/qemu
+[ -n "${RESEED_BUILD_CACHE-on}" ] || cache=
+libs=$(dpkg-query -W -f '${Package}=${Version}\n' libglib2.0-dev libgnutls28-dev \
+	nettle-dev libpixman-1-dev libfdt-dev zlib1g-dev 2>/dev/null || true)
+state=$("$(dirname "$0")/tree-state.sh" "$src" "$top/qemu-patches/reseed-lab-devices.mak")
+key=$(printf '%s\n' "$state" "${config[*]}" "$meson_version" "$(sha256sum <"$0")" \
+	"$(gcc --version | head -1)" "$libs" | sha256sum | cut -c1-32)
+# A build directory that was never configured takes the binaries from the cache.
+if [ -n "$cache" ] && [ -f "$cache/$key/.complete" ] && [ ! -f "$obj/build.ninja" ]; then
+	if [ "$(cat "$obj/.reseed-built" 2>/dev/null)" != "$state" ]; then
+		for f in "${kept[@]}"; do
+			[ -e "$cache/$key/$f" ] || continue
+			mkdir -p "$(dirname "$obj/$f")"
+			rm -rf "${obj:?}/$f"
+			cp -a "$cache/$key/$f" "$obj/$f"
+		done
+		echo "$state" >"$obj/.reseed-built"
+		touch "$cache/$key/.complete"
+		echo "build-qemu: restored from the build cache ($cache/$key)"
+	fi
+else
+	if [ ! -f "$obj/build.ninja" ] ||
+		[ "$(cat "$obj/.reseed-config" 2>/dev/null)" != "${config[*]}" ]; then
+		(cd "$obj" && "$src/configure" "${config[@]}" >configure.log 2>&1) || {
+			tail -30 "$obj/configure.log" >&2
+			echo "build-qemu: configure failed (full log: $obj/configure.log)" >&2
+			exit 1
+		}
+		echo "${config[*]}" >"$obj/.reseed-config"
+	fi
+	# What every later ninja run in OBJDIR needs (check-qtest.sh, bench.sh source it).
+	printf 'export PYTHONPATH=%q\n' "${PYTHONPATH:-}" >"$obj/reseed-env.sh"
+	ninja -C "$obj" qemu-system-x86_64 qemu-img "${qtests[@]}" "$@" |
+		{ grep -v '^ninja: no work to do' || true; }
+	echo "$state" >"$obj/.reseed-built"
+
+	# Into the build cache, whole or not at all; the six newest stay.
+	if [ -n "$cache" ] && [ ! -f "$cache/$key/.complete" ] && mkdir -p "$cache"; then
+		tmp=$(mktemp -d "$cache/.new.XXXXXX")
+		for f in "${kept[@]}"; do
+			[ -e "$obj/$f" ] || continue
+			mkdir -p "$(dirname "$tmp/$f")"
+			cp -a "$obj/$f" "$tmp/$f"
+		done
+		touch "$tmp/.complete"
+		rm -rf "${cache:?}/$key"
+		mv "$tmp" "$cache/$key"
+		ls -1dt "$cache"/*/ | tail -n +7 | xargs -r rm -rf
+	fi
 fi
-
-# What every later ninja run in OBJDIR needs (scripts/check-qtest.sh, bench.sh source it).
-printf 'export PYTHONPATH=%q\n' "${PYTHONPATH:-}" >"$obj/reseed-env.sh"
-
-ninja -C "$obj" qemu-system-x86_64 qemu-img "$@" | { grep -v '^ninja: no work to do' || true; }
 
 # Option ROMs for -kernel boot: the dfsg tarball ships none and the i386 target,
 # which would build them, is not configured.
