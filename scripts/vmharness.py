@@ -407,30 +407,44 @@ def _kvm_probe():
     return "tcg", f"KVM probe boot failed: {why or 'guest did not reach user space'}"
 
 
+ACCEL_PROBE_MAX_AGE = 24 * 3600
+
+
 def _accel_cache():
-    return os.path.join(BUILD, f"accel-qemu-{QEMU_VERSION}")
+    """Outside the clone, as the build caches are (a fresh clone whose QEMU came from
+    the build cache has the same binary); RESEED_BUILD_CACHE= keeps it in build/."""
+    if os.environ.get("RESEED_BUILD_CACHE", "on"):
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+        d = os.path.join(base, "reseed-lab", "accel")
+    else:
+        d = BUILD
+    os.makedirs(d, exist_ok=True)
+    return os.path.join(d, f"accel-qemu-{QEMU_VERSION}")
 
 
 def choose_accel():
-    """'kvm' when a real boot works there, else 'tcg'; cached per host kernel and QEMU
-    build (whether KVM works is the host's property, not the guest kernel's, so a
-    rebuilt guest kernel does not pay for a new probe)."""
+    """'kvm' when a real boot works there, else 'tcg'; cached for a day per host kernel
+    and QEMU binary (whether KVM works is the host's property, not the guest kernel's,
+    so a rebuilt guest kernel does not pay for a new probe)."""
     forced = os.environ.get("RESEED_ACCEL")
     if forced:
         return forced
     cache = _accel_cache()
     st = os.stat(QEMU)
-    key = f"{os.uname().release}:{st.st_size}:{int(st.st_mtime)}"
+    u = os.uname()
+    key = f"{u.release} {u.version}:{st.st_size}:{int(st.st_mtime)}"
     try:
         with open(cache) as f:
             k, accel, why = f.read().rstrip("\n").split("\t")
-        if k == key:
+        if k == key and time.time() - os.stat(cache).st_mtime < ACCEL_PROBE_MAX_AGE:
             return accel
     except (OSError, ValueError):
         pass
     accel, why = _kvm_probe()
-    with open(cache, "w") as f:
+    tmp = f"{cache}.{os.getpid()}"
+    with open(tmp, "w") as f:
         f.write(f"{key}\t{accel}\t{why}\n")
+    os.replace(tmp, cache)
     return accel
 
 
