@@ -15,7 +15,10 @@
 #   The pristine commit of each version is kept as a bare repository under
 #   RESEED_SOURCE_CACHE (default ~/.cache/reseed-lab/src), so that a fresh clone checks
 #   it out instead of fetching and unpacking again (the kernel's .tar.xz takes most of a
-#   minute to unpack and commit).  RESEED_SOURCE_CACHE= (empty) turns it off.
+#   minute to unpack and commit).  The commit that a series ends at is kept there too
+#   (refs/series/<hash of the series>), so that a fresh clone checks it out at once
+#   instead of applying the patches one by one.  RESEED_SOURCE_CACHE= (empty) turns it
+#   off.
 set -euo pipefail
 
 usage() { echo "usage: $0 qemu|linux SRCDIR PATCHDIR VERSION" >&2; exit 2; }
@@ -99,6 +102,11 @@ apply_series() {
 		fi
 	done < <(series_files)
 	record
+	# The commit is the same for the same inputs: the next fresh clone checks it out.
+	if [ -n "$cache" ] && [ -f "$mirror/reseed-complete" ]; then
+		git -C "$src" push -q "$mirror" "HEAD:refs/series/$(series_hash)" >/dev/null 2>&1 ||
+			true
+	fi
 }
 
 # What the tree carries: the series hash and the commit it ends at.
@@ -106,13 +114,13 @@ record() {
 	echo "$(series_hash) $(git -C "$src" rev-parse HEAD)" >"$src/.git/reseed-series"
 }
 
+cache=${RESEED_SOURCE_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/reseed-lab/src}
+mirror=$cache/$what-$(tr -c 'A-Za-z0-9.+\n-' _ <<<"$version").git
+
 if [ "${5:-}" = --record ]; then
 	record
 	exit 0
 fi
-
-cache=${RESEED_SOURCE_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/reseed-lab/src}
-mirror=$cache/$what-$(tr -c 'A-Za-z0-9.+\n-' _ <<<"$version").git
 
 mkdir -p "$(dirname "$src")"
 if [ ! -d "$src/.git" ]; then
@@ -120,6 +128,13 @@ if [ ! -d "$src/.git" ]; then
 	if [ -n "$cache" ] && [ -f "$mirror/reseed-complete" ]; then
 		git clone -q --no-checkout "$mirror" "$src"
 		git -C "$src" remote remove origin
+		if git -C "$src" fetch -q "$mirror" "refs/series/$(series_hash)" 2>/dev/null; then
+			git -C "$src" checkout -q -B series FETCH_HEAD
+			record
+			echo "sources: $what: the series' tree from the source cache ($mirror)," \
+			     "$(git -C "$src" rev-list --count pristine..HEAD) patches"
+			exit 0
+		fi
 		git -C "$src" checkout -q -B series pristine
 		echo "sources: $what: pristine tree from the source cache ($mirror)"
 	else
