@@ -68,8 +68,6 @@ GUEST_CFLAGS := -static -O2 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compar
 		-I $(LINUX_SRC)/tools/testing/selftests
 
 STAGE := scripts/stage.sh
-# Rows whose driver refuses the leak feature over bounced DMA (issue 14 item 2).
-BOUNCE_ROWS := 6.12
 # make -n: the recipes that recurse still run; they print, and the summary has nothing
 # to count.
 DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
@@ -190,12 +188,8 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 		--device virtio-rng-pci,id=rng0,leak=off --tap $(RESULTS)/guest-leak-off.tap epoch_abi
 	-@$(STAGE) check-guest-dma[$(R)] scripts/guest-test.py --name check-guest-dma \
 		--device $(RNG_DMA_API) --tap $(RESULTS)/guest-dma.tap epoch_abi
-	-@$(if $(filter $(R),$(BOUNCE_ROWS)),$(STAGE) check-guest-bounce[$(R)] scripts/guest-test.py \
-		--name check-guest-bounce --device $(RNG_DMA_API) --append swiotlb=force \
-		--tap $(RESULTS)/guest-bounce.tap epoch_abi, \
-		printf '1..1\nok 1 - check-guest-bounce # SKIP %s\n' \
-		"the driver's refusal of bounced DMA (issue 14 item 2) is not ported to $(R) yet" \
-		>$(RESULTS)/guest-bounce.tap)
+	-@$(STAGE) check-guest-bounce[$(R)] scripts/guest-test.py --name check-guest-bounce \
+		--device $(RNG_DMA_API) --append swiotlb=force --tap $(RESULTS)/guest-bounce.tap epoch_abi
 	-@$(STAGE) check-attest[$(R)] scripts/check-attest.py $(RESULTS)
 	-@$(STAGE) check-differential[$(R)] scripts/tap-step.sh $(RESULTS)/differential.tap \
 		"io_uring_sysctl: same results on our $(R) and on Debian's $(UPSTREAM_KERNEL_PACKAGE)" \
