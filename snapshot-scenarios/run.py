@@ -33,6 +33,16 @@ guest memory read while the VM is stopped and from what the agent prints afterwa
                                        epoch keeps none from before; measured next to
                                        Debian's 6.12 with and without vmgenid, leak=off
                                        (asserted to share) and in-process loadvm
+ 12 a snapshot between a leak and      the one window the protocol leaves: a VM saved
+    the driver's re-arm                after a leak was performed and before its driver
+                                       re-armed holds no request, so its clones learn of
+                                       their own leak only when the driver re-arms (the
+                                       re-arm on the queue that is not active completes
+                                       at once).  The leak queues' interrupt is delayed
+                                       (x-leak-notify-delay) to save the VM in that
+                                       window; the getrandom() outputs the clones share
+                                       after resume are measured per delay, and the
+                                       clones must diverge once the re-arm completes
 
 Where the kernel has no RNG epoch (RNDEPOCH fails), scenarios 1-5, 8 and 10 report 'not
 applicable' (TAP SKIP with that reason) and 6-7 and 11 still measure what the kernel does;
@@ -923,6 +933,84 @@ def s11_vdso(ctx):
     return vms, f"shared indices: {figure}", table
 
 
+# -- 12: the window between a leak and the driver's re-arm (issue 14 item 1).
+
+WINDOW_CLONES = 4
+WINDOW_SOURCE_DELAY = 60000         # ms of virtual time: the source's driver never hears
+WINDOW_DELAYS = (1, 10, 50)         # ms after resume until a clone's driver hears of it
+WINDOW_DUMP = 16384                 # outputs compared per clone
+LEAK_DONE = re.compile(r"virtio_rng_leak rng \S+ leak: (\d+) requests performed")
+
+
+def s12_rearm_window(ctx):
+    """Save a VM right after a leak whose notification it has not taken, then measure
+    how many getrandom() outputs its clones share before their own leak reaches the
+    kernel.  Nothing in the clones moves the epoch until then: the RNG epoch page holds
+    the value the last leak wrote, which the source had already seen.  Each queue has
+    its own MSI-X vector (vectors=4): with the default 2 the request queue shares the
+    leak queues' vector, and its first completion after resume runs the leak queues'
+    callback too, which closes the window early by chance."""
+    rng = f",vectors=4,x-leak-notify-delay={WINDOW_SOURCE_DELAY}"
+    src = Agent("s12-src", kernel=ctx.kernel, mode="stream", rng_opts=rng).boot()
+    try:
+        require_epoch(src)
+        src.wait_spinning()
+        time.sleep(0.5)
+        src.g.qmp("virtio-rng-leak")
+        time.sleep(0.2)
+        path = os.path.join(vm.RUNDIR, "s12.migration")
+        n = save_to_file(src, path)
+        done = [int(x) for x in LEAK_DONE.findall(src.g.stderr())]
+        check(done and done[-1] >= 2, f"the source's leak performed {done[-1:] or 'no'} "
+              "requests; want the driver's fill and copy")
+    finally:
+        src.kill()
+    details, figures, windows = [], [], {}
+    for delay in WINDOW_DELAYS:
+        streams = []
+        for i in range(WINDOW_CLONES):
+            with clone_of(ctx, f"s12-{delay}ms", i, src, path, mode="stream",
+                          rng_opts=f",vectors=4,x-leak-notify-delay={delay}") as c:
+                c.g.qmp("cont")
+                time.sleep(1.0)
+                raw = read_stream(c, "raw", n, WINDOW_DUMP + 1)
+                guarded = read_stream(c, "guarded", n, WINDOW_DUMP + 1)
+                done = [int(x) for x in LEAK_DONE.findall(c.g.stderr())]
+                check(done and done[0] == 0, f"clone {i}: its own leak performed "
+                      f"{done[:1] or 'no'} requests: the VM was not saved in the window")
+                streams.append((raw, guarded))
+        # From N + 1, as in scenario 7: the output at N may predate the snapshot.
+        shared = [common_prefix(a[0][1:], b[0][1:]) for a, b in
+                  itertools.combinations(streams, 2)]
+        guarded = [common_prefix(a[1][1:], b[1][1:]) for a, b in
+                   itertools.combinations(streams, 2)]
+        check(max(shared) < WINDOW_DUMP,
+              f"{delay} ms: two clones still agreed after {WINDOW_DUMP} outputs: the "
+              "driver's re-arm did not reach the device, or it did not perform it at once")
+        windows[delay] = shared
+        figures.append(f"{delay} ms: {sorted(shared)[len(shared) // 2]}")
+        details.append(f"interrupt {delay} ms after resume: getrandom(8) outputs shared by "
+                       f"each pair of {WINDOW_CLONES} clones {min(shared)}-{max(shared)} "
+                       f"(median {sorted(shared)[len(shared) // 2]}), "
+                       f"by the epoch-guarded caller {min(guarded)}-{max(guarded)}")
+    os.unlink(path)
+    first, last = WINDOW_DELAYS[0], WINDOW_DELAYS[-1]
+    # Not every pair: a clone can reseed on its own in the window (the kernel's timed
+    # reseed, every uptime/2 seconds in the first two minutes, draws on RDRAND).
+    check(max(windows[last]) > 0, f"no two clones whose driver heard of the leak {last} "
+          "ms after resume shared an output: the VM was not saved in the window")
+    # RNG-LEAK-R13: the window ends with the notification, so a later notification
+    # means a longer window; a driver that re-armed later (from a work item, a timer)
+    # would add its own delay to every case.
+    check(max(windows[first]) < max(windows[last]),
+          f"the window does not follow the notification: {first} ms shared up to "
+          f"{max(windows[first])} outputs, {last} ms up to {max(windows[last])}")
+    details.append("each clone's own leak found no request held; the epoch moved only "
+                   "when the driver's re-arm completed on the queue that was not active")
+    return 1 + WINDOW_CLONES * len(WINDOW_DELAYS), "shared outputs, median " + \
+        ", ".join(figures), details
+
+
 SCENARIOS = [
     (1, "savevm, original resumes", s1_savevm),
     (2, "loadvm of that snapshot", s2_loadvm),
@@ -935,6 +1023,7 @@ SCENARIOS = [
     (9, "attestation across savevm/loadvm and clones", s9_attest),
     (10, "fill-on-leak bytes alone separate clones", s10_fill_bytes),
     (11, "vDSO getrandom across clones", s11_vdso),
+    (12, "a snapshot between a leak and the re-arm", s12_rearm_window),
 ]
 
 
