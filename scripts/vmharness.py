@@ -190,35 +190,35 @@ class Guest:
         return self
 
     def _connect_qmp(self, timeout=10):
+        """Connect to QEMU's QMP socket once it exists and listens.  QEMU binds the
+        socket before it listens: on a loaded host a connect() can fall between the two
+        and be refused, so a refusal, like a missing socket, is retried until the
+        deadline; QEMU exiting meanwhile is reported with its stderr."""
         cls = qmp_class()
         deadline = time.monotonic() + timeout
-        while not os.path.exists(self.qmp_path):
+        while True:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.name}: QEMU exited at start-up:\n{self.stderr()}")
+            error = None
+            if os.path.exists(self.qmp_path):
+                monitor = cls(self.qmp_path)
+                try:
+                    monitor.connect()
+                    self.monitor = monitor
+                    return
+                except Exception as e:
+                    if not _refused(e):
+                        raise
+                    error = e
+                    try:
+                        monitor.close()
+                    except Exception:
+                        pass
             if time.monotonic() > deadline:
+                if error:
+                    raise error
                 raise Timeout(f"{self.name}: no QMP socket after {timeout}s")
             time.sleep(0.02)
-        # QEMU binds the socket before it listens: on a loaded host a connect() can fall
-        # between the two and be refused.  Retry until the deadline.
-        while True:
-            monitor = cls(self.qmp_path)
-            try:
-                monitor.connect()
-                break
-            except Exception as e:
-                if not _refused(e):
-                    raise
-                try:
-                    monitor.close()
-                except Exception:
-                    pass
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"{self.name}: QEMU exited at start-up:\n"
-                                       f"{self.stderr()}") from e
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        self.monitor = monitor
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
