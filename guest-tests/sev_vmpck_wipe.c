@@ -4,7 +4,8 @@
  * (the sequence number is the AES-GCM IV: retrying with a new one would be refused, and
  * re-using the old one would reuse an IV).  The responder's FAIL_NEXT register makes the
  * next request fail as an authentication failure; after it, every request, ioctl or
- * configfs, fails with ENOTTY.
+ * configfs, fails with ENOTTY, and binding the test transport again does not bring the
+ * key back.
  *
  * Destructive for the rest of the boot: run it last.
  */
@@ -60,6 +61,28 @@ TEST(psp_error_wipes_the_vmpck)
 	EXPECT_EQ(-ENOTTY, tsm_read(item, "outblob", report, sizeof(report)));
 	EXPECT_EQ(0, tsm_rmdir(item));
 	close(fd);
+}
+
+/*
+ * Binding the test transport again does not bring the wiped key back: sev-guest wiped it
+ * in the device's secrets page, which only a reset of the device rebuilds, so it refuses
+ * the device it is handed after the bind (an empty VMPCK), and there is no provider.
+ */
+TEST(wiped_vmpck_stays_wiped_after_a_rebind)
+{
+	char bdf[64], item[64];
+
+	if (access("/dev/sev-guest", F_OK))
+		SKIP(return, "no /dev/sev-guest: no sev-snp-responder device, or no VMPCK");
+	ASSERT_EQ(0, transport_device(bdf, sizeof(bdf)));
+	if (access(TRANSPORT_DRIVER "/unbind", W_OK))
+		SKIP(return, "the test transport cannot be unbound in this kernel (%s)",
+		     strerror(errno));
+	ASSERT_EQ(0, transport_bind("unbind", bdf));
+	ASSERT_EQ(0, transport_bind("bind", bdf));
+	EXPECT_EQ(-1, access("/dev/sev-guest", F_OK));
+	snprintf(item, sizeof(item), "r%d", getpid());
+	EXPECT_EQ(ENXIO, tsm_mkdir(item));
 }
 
 TEST_HARNESS_MAIN

@@ -700,4 +700,62 @@ TEST_F(legacy, configfs_and_ioctl_share_one_sequence)
 	EXPECT_EQ(0, tsm_rmdir(item));
 }
 
+/* --- the test transport's remove path ------------------------------------------------ */
+
+/*
+ * Unbinding the test transport takes sev-guest's device with it: /dev/sev-guest and the
+ * TSM provider go, and a /dev/sev-guest still open fails with ENODEV from then on; binding
+ * it again brings both back, and reports work as before (the sequence numbers are in the
+ * device's secrets page, which stays).  No report item may exist meanwhile: configfs-tsm
+ * refuses a provider while there are items.  CONFIG_DMA_API_DEBUG checks the unbind too:
+ * DMA memory the transport left behind would be a WARNING, which fails the run.
+ */
+TEST(transport_unbind_and_bind_again)
+{
+	struct snp_report_req req = { 0 };
+	struct snp_report_resp resp;
+	struct snp_guest_request_ioctl io = {
+		.msg_version = 1,
+		.req_data = (uintptr_t)&req,
+		.resp_data = (uintptr_t)&resp,
+	};
+	uint8_t nonce[TSM_INBLOB_MAX], report[SNP_REPORT_SIZE];
+	char bdf[64], item[64];
+	const char *stage;
+	int held, fd;
+
+	if (access("/dev/sev-guest", F_OK))
+		SKIP(return, "no /dev/sev-guest: this guest has no sev-snp-responder device");
+	ASSERT_EQ(0, transport_device(bdf, sizeof(bdf)));
+	if (access(TRANSPORT_DRIVER "/unbind", W_OK))
+		SKIP(return, "the test transport cannot be unbound in this kernel (%s)",
+		     strerror(errno));
+	req.vmpl = sev_vmpck_id();
+	ASSERT_LE(0, (int)req.vmpl);
+	fill_nonce(req.user_data, sizeof(req.user_data));
+	snprintf(item, sizeof(item), "u%d", getpid());
+	held = open("/dev/sev-guest", O_RDWR);
+	ASSERT_LE(0, held);
+	ASSERT_EQ(0, ioctl(held, SNP_GET_REPORT, &io)) TH_LOG("before: %s", strerror(errno));
+
+	ASSERT_EQ(0, transport_bind("unbind", bdf));
+	EXPECT_EQ(-1, access("/dev/sev-guest", F_OK));
+	EXPECT_EQ(ENXIO, tsm_mkdir(item));
+	EXPECT_EQ(-1, ioctl(held, SNP_GET_REPORT, &io));
+	EXPECT_EQ(ENODEV, errno);
+
+	ASSERT_EQ(0, transport_bind("bind", bdf)) TH_LOG("bind %s", bdf);
+	fill_nonce(nonce, sizeof(nonce));
+	EXPECT_EQ(0, tsm_report_once(item, nonce, report, &stage)) TH_LOG("after bind: %s", stage);
+	fd = open("/dev/sev-guest", O_RDWR);
+	ASSERT_LE(0, fd) TH_LOG("/dev/sev-guest after bind: %s", strerror(errno));
+	EXPECT_EQ(0, ioctl(fd, SNP_GET_REPORT, &io)) TH_LOG("after bind: %s", strerror(errno));
+	EXPECT_EQ(0, memcmp(as_report(&resp)->report + SNP_REPORT_DATA, req.user_data, 64));
+	/* The file opened before still belongs to the device that went. */
+	EXPECT_EQ(-1, ioctl(held, SNP_GET_REPORT, &io));
+	EXPECT_EQ(ENODEV, errno);
+	close(fd);
+	close(held);
+}
+
 TEST_HARNESS_MAIN

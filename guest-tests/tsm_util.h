@@ -286,4 +286,49 @@ static inline uint64_t responder_reg64(volatile uint8_t *regs, unsigned int off)
 	return *(volatile uint64_t *)(regs + off);
 }
 
+/* The test transport's PCI driver (CONFIG_SEV_GUEST_TEST_TRANSPORT). */
+#define TRANSPORT_DRIVER	"/sys/bus/pci/drivers/sev-test-transport"
+
+/*
+ * The PCI address ("0000:00:04.0") of the device the test transport is bound to, in
+ * @bdf: 0, or ENOENT when it is bound to none.
+ */
+static inline int transport_device(char *bdf, size_t len)
+{
+	DIR *dir = opendir(TRANSPORT_DRIVER);
+	struct dirent *d;
+	int err = ENOENT;
+
+	if (!dir)
+		return ENOENT;
+	while (err && (d = readdir(dir))) {
+		size_t n = strlen(d->d_name);
+
+		if (strchr(d->d_name, ':') && n < len) {
+			memcpy(bdf, d->d_name, n + 1);
+			err = 0;
+		}
+	}
+	closedir(dir);
+	return err;
+}
+
+/* Write @bdf to the test transport's "bind" or "unbind": 0 or the errno. */
+static inline int transport_bind(const char *attr, const char *bdf)
+{
+	char p[256];
+	ssize_t n;
+	int fd, err = 0;
+
+	snprintf(p, sizeof(p), TRANSPORT_DRIVER "/%s", attr);
+	fd = open(p, O_WRONLY);
+	if (fd < 0)
+		return errno;
+	n = write(fd, bdf, strlen(bdf));
+	if (n < 0)
+		err = errno;
+	close(fd);
+	return err;
+}
+
 #endif /* RESEED_TSM_UTIL_H */
