@@ -11,8 +11,8 @@
 #   build/NAME do, so the compiler sees the same relative paths and ccache serves the
 #   first build from the row's own.  The build cache is not used:
 #   each commit must really be compiled.  The configuration fragments are merged again
-#   at each commit, and an option that a later commit adds is left out until it does
-#   (RESEED_KCONFIG_LAX), so each commit is built with every option it has.  A run
+#   at each commit, and an option that a later commit adds (or selects) is left out
+#   until it does (RESEED_KCONFIG_LAX), so each commit is built with every option it has.  A run
 #   over a series that only grew on top builds the new commits only (build/each/NAME.built
 #   lists the commits built in order).  Exit status 0 when every commit built.
 set -euo pipefail
