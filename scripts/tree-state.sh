@@ -14,5 +14,6 @@ shift
 	git -C "$dir" rev-parse 'HEAD^{tree}'
 	git -C "$dir" diff HEAD
 	git -C "$dir" ls-files --others --exclude-standard -z | (cd "$dir" && xargs -0 -r sha256sum)
-	for f in "$@"; do sha256sum "$f"; done
+	# The contents only: the same file in another clone has another path.
+	for f in "$@"; do sha256sum <"$f"; done
 } | sha256sum | cut -d' ' -f1
