@@ -25,7 +25,9 @@ SRC        := $(BUILD)/src
 STAMP      := $(BUILD)/stamp
 QEMU_SRC   := $(SRC)/qemu-$(QV)
 LINUX_SRC  := $(SRC)/linux-$(R)
-QEMU_OBJ   := $(BUILD)/qemu-$(QV)
+# make SANITIZE=1 ...: the same QEMU with ASan and UBSan, in its own build directory.
+QEMU_SAN_OBJ := $(BUILD)/qemu-$(QV)-san
+QEMU_OBJ   := $(if $(SANITIZE),$(QEMU_SAN_OBJ),$(BUILD)/qemu-$(QV))
 QEMU_BIN   := $(QEMU_OBJ)/qemu-system-x86_64
 # make KASAN=1 ...: the same kernel with KASAN, in its own build directory (README).
 LINUX_OBJ  := $(BUILD)/linux-$(R)$(if $(KASAN),-kasan)
@@ -74,6 +76,7 @@ DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 
 .DEFAULT_GOAL := all
 .PHONY: all help deps sources build-each-patch qemu kernel guest certs check check-row demo bench \
+	check-asan check-asan-row \
 	guest-test scenarios export-patches clean distclean FORCE
 
 all: qemu kernel guest $(SNP_CERTS) ## build the row (default: the newest) and run the demo
@@ -111,7 +114,8 @@ export-patches: ## regenerate the row's qemu-patches/ and kernel-patches/ from b
 # --- 4. QEMU: qemu-system-x86_64 + qemu-img + firmware, minimal device set
 qemu: $(QEMU_BIN) ## build the row's patched QEMU (ccache)
 $(QEMU_BIN): $(QEMU_SRC)/.git/reseed-series FORCE
-	@$(STAGE) qemu[$(QV)] scripts/build-qemu.sh $(QEMU_SRC) $(QEMU_OBJ) '$(MESON_DEB_VERSION)'
+	@RESEED_QEMU_SANITIZE=$(SANITIZE) $(STAGE) qemu[$(QV)$(if $(SANITIZE),-san)] \
+		scripts/build-qemu.sh $(QEMU_SRC) $(QEMU_OBJ) '$(MESON_DEB_VERSION)'
 
 # --- 5. the guest kernel: tinyconfig + the fragments, KUnit built in.  The script
 # rewrites KERNEL_BUILT only when it rebuilt the kernel and its uapi headers.
@@ -175,6 +179,10 @@ check: ## build and test every row (ROW=...: one); ends with 'N passed, N failed
 	$(if $(DRY_RUN),exit 0;) scripts/summary.py $(RESULTS_ALL) $(CHECK_ROWS) || exit 1; \
 	[ -z "$$failed" ] || { echo "check: the build of row(s)$$failed failed"; exit 1; }
 
+# QEMU under AddressSanitizer and UndefinedBehaviorSanitizer (issue 15): reports abort.
+SANITIZER_OPTS := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1
+
 # virtio-rng through the DMA API (VIRTIO_F_ACCESS_PLATFORM, no vIOMMU: direct DMA), for the
 # DMA API's debug checks and, with swiotlb=force, bounced DMA (issue 14 items 2 and 5).
 RNG_DMA_API := virtio-rng-pci,id=rng0,iommu_platform=on,disable-legacy=on
@@ -182,6 +190,15 @@ RNG_DMA_API := virtio-rng-pci,id=rng0,iommu_platform=on,disable-legacy=on
 check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suites (make check ROW=... runs it)
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
 	-@$(STAGE) check-qtest[$(R)] scripts/check-qtest.sh $(QEMU_SRC) $(QEMU_OBJ) $(RESULTS)/qtest.tap
+	-@$(MAKE) --no-print-directory qemu ROW=$(R) SANITIZE=1 || \
+		printf '1..1\nnot ok 1 - the QEMU with ASan and UBSan did not build\n' \
+		>$(RESULTS)/qtest-asan.tap
+	-@[ -f $(RESULTS)/qtest-asan.tap ] || { $(SANITIZER_OPTS) $(STAGE) check-qtest-asan[$(R)] \
+		scripts/check-qtest.sh $(QEMU_SRC) $(QEMU_SAN_OBJ) $(RESULTS)/qtest-asan.tap; \
+		scripts/tap-step.sh $(RESULTS)/qtest-asan-reports.tap \
+		"no sanitizer report in the output of the qtests under ASan and UBSan" \
+		sh -c '! grep -lE "ERROR: AddressSanitizer|runtime error:|SUMMARY: UndefinedBehavior" \
+			$(RESULTS)/qtest-asan.log'; }
 	-@$(STAGE) check-guest[$(R)] scripts/guest-test.py --kunit --name check-guest \
 		--tap $(RESULTS)/guest.tap $(subst $(eval) ,$(comma),$(GUEST_TESTS))
 	-@$(STAGE) check-guest-leak-off[$(R)] scripts/guest-test.py --name check-guest-leak-off \
@@ -200,6 +217,28 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 	-@$(STAGE) check-conformance[$(R)] scripts/tap-step.sh $(RESULTS)/zz-conformance.tap \
 		"conformance: every normative statement has a passing test ($(RESULTS)/conformance.md)" \
 		scripts/conformance.py docs/spec/statements.tsv $(RESULTS) $(RESULTS)/conformance.md
+
+# --- QEMU under AddressSanitizer and UndefinedBehaviorSanitizer (issue 15): 'make check'
+# runs the qtests under it; this adds scenarios 1-3 and 9 (README, "Sanitizers").
+SAN_RESULTS := $(RESULTS_ALL)-san/$(R)
+check-asan: ## our QEMU with ASan+UBSan: qtests, scenarios 1-3 and 9, zero reports (ROW=...)
+	@for r in $(CHECK_ROWS); do \
+		$(MAKE) --no-print-directory check-asan-row ROW=$$r SANITIZE=1 || exit; done
+
+check-asan-row: qemu kernel guest $(SNP_CERTS)
+	@rm -rf $(SAN_RESULTS) $(BUILD)/run/$(R) && mkdir -p $(SAN_RESULTS)
+	@scripts/tap-step.sh $(SAN_RESULTS)/instrumented.tap \
+		"$(QEMU_BIN) links libasan and libubsan" \
+		sh -c 'ldd $(QEMU_BIN) | grep -q libasan && ldd $(QEMU_BIN) | grep -q libubsan'
+	-@$(SANITIZER_OPTS) $(STAGE) check-asan-qtest[$(R)] scripts/check-qtest.sh \
+		$(QEMU_SRC) $(QEMU_OBJ) $(SAN_RESULTS)/qtest.tap
+	-@$(SANITIZER_OPTS) $(STAGE) check-asan-scenarios[$(R)] snapshot-scenarios/run.py \
+		--only 1,2,3,9 --tap $(SAN_RESULTS)/scenario.tap
+	@scripts/tap-step.sh $(SAN_RESULTS)/reports.tap \
+		"no sanitizer report in the qtests' and the scenarios' QEMU output ($(R))" \
+		sh -c '! grep -rlE "ERROR: AddressSanitizer|runtime error:|SUMMARY: UndefinedBehavior" \
+			$(SAN_RESULTS) $(BUILD)/run/$(R)'
+	@scripts/summary.py $(RESULTS_ALL)-san $(R)
 
 scenarios: qemu guest $(UPSTREAM_VMLINUZ) ## run the snapshot scenarios: make scenarios [KERNEL=img] [ONLY=3,6]
 	snapshot-scenarios/run.py $(if $(KERNEL),--kernel $(KERNEL)) $(if $(ONLY),--only $(ONLY))

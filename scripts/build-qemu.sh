@@ -24,6 +24,7 @@
 #   no build.ninja; the scripts that run ninja there use the binaries as they are, and
 #   the first change to the tree configures and builds it for real.
 #   RESEED_BUILD_CACHE= (empty) turns it off, as it does the kernel's.
+#   RESEED_QEMU_SANITIZE=1 configures with ASan and UBSan.
 set -euo pipefail
 
 [ $# -ge 2 ] || { echo "usage: $0 SRCDIR OBJDIR [MESON-DEB-VERSION [NINJA-TARGET...]]" >&2; exit 2; }
@@ -49,6 +50,19 @@ if [ "$major" -ge 8 ]; then
 	export PYTHONPATH=$meson/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}
 	# The +ds tarball has no python/wheels and no firmware blobs.
 	extra_config=(--python=/usr/bin/python3 --disable-install-blobs)
+fi
+
+# RESEED_QEMU_SANITIZE=1 (make SANITIZE=1, make check-asan): AddressSanitizer and
+# UndefinedBehaviorSanitizer, in an object directory of its own (the Makefile's).
+# QEMU 9 and later have one switch each.  QEMU 7.2's --enable-sanitizers probes UBSan
+# with a program that GCC 12 warns about under -Werror, and leaves it out: add it.
+if [ -n "${RESEED_QEMU_SANITIZE:-}" ]; then
+	if [ "$major" -ge 9 ]; then
+		extra_config+=(--enable-asan --enable-ubsan)
+	else
+		extra_config+=(--enable-sanitizers --extra-cflags=-fsanitize=undefined
+			--extra-ldflags=-fsanitize=undefined)
+	fi
 fi
 
 devices=configs/devices/x86_64-softmmu/reseed-lab.mak
