@@ -182,6 +182,8 @@ check: ## build and test every row (ROW=...: one); ends with 'N passed, N failed
 # QEMU under AddressSanitizer and UndefinedBehaviorSanitizer (issue 15): reports abort.
 SANITIZER_OPTS := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1
+# What either sanitizer prints when it reports (grep -E).
+SANITIZER_REPORT := ERROR: AddressSanitizer|runtime error:|SUMMARY: UndefinedBehavior
 
 # virtio-rng through the DMA API (VIRTIO_F_ACCESS_PLATFORM, no vIOMMU: direct DMA), for the
 # DMA API's debug checks and, with swiotlb=force, bounced DMA (issue 14 items 2 and 5).
@@ -197,8 +199,7 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 		scripts/check-qtest.sh $(QEMU_SRC) $(QEMU_SAN_OBJ) $(RESULTS)/qtest-asan.tap; \
 		scripts/tap-step.sh $(RESULTS)/qtest-asan-reports.tap \
 		"no sanitizer report in the output of the qtests under ASan and UBSan" \
-		sh -c '! grep -lE "ERROR: AddressSanitizer|runtime error:|SUMMARY: UndefinedBehavior" \
-			$(RESULTS)/qtest-asan.log'; }
+		sh -c '! grep -lE "$(SANITIZER_REPORT)" $(RESULTS)/qtest-asan.log'; }
 	-@$(STAGE) check-guest[$(R)] scripts/guest-test.py --kunit --name check-guest \
 		--tap $(RESULTS)/guest.tap $(subst $(eval) ,$(comma),$(GUEST_TESTS))
 	-@$(STAGE) check-guest-leak-off[$(R)] scripts/guest-test.py --name check-guest-leak-off \
@@ -236,8 +237,7 @@ check-asan-row: qemu kernel guest $(SNP_CERTS)
 		--only 1,2,3,9 --tap $(SAN_RESULTS)/scenario.tap
 	@scripts/tap-step.sh $(SAN_RESULTS)/reports.tap \
 		"no sanitizer report in the qtests' and the scenarios' QEMU output ($(R))" \
-		sh -c '! grep -rlE "ERROR: AddressSanitizer|runtime error:|SUMMARY: UndefinedBehavior" \
-			$(SAN_RESULTS) $(BUILD)/run/$(R)'
+		sh -c '! grep -rlE "$(SANITIZER_REPORT)" $(SAN_RESULTS) $(BUILD)/run/$(R)'
 	@scripts/summary.py $(RESULTS_ALL)-san $(R)
 
 scenarios: qemu guest $(UPSTREAM_VMLINUZ) ## run the snapshot scenarios: make scenarios [KERNEL=img] [ONLY=3,6]

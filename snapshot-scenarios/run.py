@@ -942,6 +942,12 @@ WINDOW_DUMP = 16384                 # outputs compared per clone
 LEAK_DONE = re.compile(r"virtio_rng_leak rng \S+ leak: (\d+) requests performed")
 
 
+def window_rng(delay):
+    """The virtio-rng options of scenario 12: each queue on its own MSI-X vector, and the
+    leak notification delay ms late."""
+    return f",vectors=4,x-leak-notify-delay={delay}"
+
+
 def s12_rearm_window(ctx):
     """Save a VM right after a leak whose notification it has not taken, then measure
     how many getrandom() outputs its clones share before their own leak reaches the
@@ -950,8 +956,8 @@ def s12_rearm_window(ctx):
     its own MSI-X vector (vectors=4): with the default 2 the request queue shares the
     leak queues' vector, and its first completion after resume runs the leak queues'
     callback too, which closes the window early by chance."""
-    rng = f",vectors=4,x-leak-notify-delay={WINDOW_SOURCE_DELAY}"
-    src = Agent("s12-src", kernel=ctx.kernel, mode="stream", rng_opts=rng).boot()
+    src = Agent("s12-src", kernel=ctx.kernel, mode="stream",
+                rng_opts=window_rng(WINDOW_SOURCE_DELAY)).boot()
     try:
         require_epoch(src)
         src.wait_spinning()
@@ -970,7 +976,7 @@ def s12_rearm_window(ctx):
         streams = []
         for i in range(WINDOW_CLONES):
             with clone_of(ctx, f"s12-{delay}ms", i, src, path, mode="stream",
-                          rng_opts=f",vectors=4,x-leak-notify-delay={delay}") as c:
+                          rng_opts=window_rng(delay)) as c:
                 c.g.qmp("cont")
                 time.sleep(1.0)
                 raw = read_stream(c, "raw", n, WINDOW_DUMP + 1)
@@ -988,10 +994,11 @@ def s12_rearm_window(ctx):
               f"{delay} ms: two clones still agreed after {WINDOW_DUMP} outputs: the "
               "driver's re-arm did not reach the device, or it did not perform it at once")
         windows[delay] = shared
-        figures.append(f"{delay} ms: {sorted(shared)[len(shared) // 2]}")
+        median = sorted(shared)[len(shared) // 2]
+        figures.append(f"{delay} ms: {median}")
         details.append(f"interrupt {delay} ms after resume: getrandom(8) outputs shared by "
                        f"each pair of {WINDOW_CLONES} clones {min(shared)}-{max(shared)} "
-                       f"(median {sorted(shared)[len(shared) // 2]}), "
+                       f"(median {median}), "
                        f"by the epoch-guarded caller {min(guarded)}-{max(guarded)}")
     os.unlink(path)
     first, last = WINDOW_DELAYS[0], WINDOW_DELAYS[-1]
