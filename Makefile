@@ -28,6 +28,11 @@ LINUX_SRC  := $(SRC)/linux-$(R)
 # make SANITIZE=1 ...: the same QEMU with ASan and UBSan, in its own build directory.
 QEMU_SAN_OBJ := $(BUILD)/qemu-$(QV)-san
 QEMU_OBJ   := $(if $(SANITIZE),$(QEMU_SAN_OBJ),$(BUILD)/qemu-$(QV))
+# make fuzz: QEMU's libFuzzer target (clang, ASan, UBSan), in its own build directory.
+QEMU_FUZZ_BIN := $(BUILD)/qemu-$(QV)-fuzz/qemu-fuzz-x86_64
+FUZZ_SECONDS ?= 600
+# 'make check' fuzzes each target of the newest row this long (README, "Fuzzing")
+CHECK_FUZZ_SECONDS ?= 60
 QEMU_BIN   := $(QEMU_OBJ)/qemu-system-x86_64
 # make KASAN=1 ...: the same kernel with KASAN, in its own build directory (README).
 LINUX_OBJ  := $(BUILD)/linux-$(R)$(if $(KASAN),-kasan)
@@ -58,7 +63,9 @@ KSELFTESTS   := vdso_test_getrandom
 GUEST_PROGS  := $(sort $(filter-out kselftest_absent,$(basename $(notdir \
 		$(wildcard guest-tests/*.c)))) $(KSELFTESTS))
 ATTEST_TESTS := tsm_report sev_vmpck_wipe
-GUEST_TESTS  := $(filter-out bench_% scenario_% $(ATTEST_TESTS),$(GUEST_PROGS))
+# The hostile host's programs need its fault injection: scripts/check-hostile.py.
+HOSTILE_TESTS := leak_storm sev_hostile
+GUEST_TESTS  := $(filter-out bench_% scenario_% $(ATTEST_TESTS) $(HOSTILE_TESTS),$(GUEST_PROGS))
 SNP_CERTS    := $(BUILD)/snp/ask_ark.pem
 GUEST_BINS   := $(addprefix $(GUEST)/bin/,$(GUEST_PROGS))
 # -Wno-clobbered: 6.12's kselftest_harness.h vforks for the teardown (-Wextra warns on
@@ -76,7 +83,7 @@ DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 
 .DEFAULT_GOAL := all
 .PHONY: all help deps sources build-each-patch qemu kernel guest certs check check-row demo bench \
-	check-asan check-asan-row \
+	check-asan check-asan-row fuzz fuzz-build \
 	guest-test scenarios export-patches clean distclean FORCE
 
 all: qemu kernel guest $(SNP_CERTS) ## build the row (default: the newest) and run the demo
@@ -116,6 +123,12 @@ qemu: $(QEMU_BIN) ## build the row's patched QEMU (ccache)
 $(QEMU_BIN): $(QEMU_SRC)/.git/reseed-series FORCE
 	@RESEED_QEMU_SANITIZE=$(SANITIZE) $(STAGE) qemu[$(QV)$(if $(SANITIZE),-san)] \
 		scripts/build-qemu.sh $(QEMU_SRC) $(QEMU_OBJ) '$(MESON_DEB_VERSION)'
+
+# The fuzzing build of the same tree (scripts/fuzz.sh)
+fuzz-build: $(QEMU_FUZZ_BIN) ## build the row's QEMU fuzz target (libFuzzer, clang, ASan, UBSan)
+$(QEMU_FUZZ_BIN): $(QEMU_SRC)/.git/reseed-series FORCE | $(STAMP)/deps
+	@RESEED_QEMU_FUZZ=1 $(STAGE) qemu[$(QV)-fuzz] \
+		scripts/build-qemu.sh $(QEMU_SRC) $(@D) '$(MESON_DEB_VERSION)'
 
 # --- 5. the guest kernel: tinyconfig + the fragments, KUnit built in.  The script
 # rewrites KERNEL_BUILT only when it rebuilt the kernel and its uapi headers.
@@ -200,6 +213,11 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 		scripts/tap-step.sh $(RESULTS)/qtest-asan-reports.tap \
 		"no sanitizer report in the output of the qtests under ASan and UBSan" \
 		sh -c '! grep -lE "$(SANITIZER_REPORT)" $(RESULTS)/qtest-asan.log'; }
+	-@$(if $(filter $(R),$(DEFAULT_ROW)),$(MAKE) --no-print-directory fuzz-build ROW=$(R) || \
+		printf '1..1\nnot ok 1 - the QEMU fuzz target did not build\n' >$(RESULTS)/fuzz.tap,:)
+	-@$(if $(filter $(R),$(DEFAULT_ROW)),[ -f $(RESULTS)/fuzz.tap ] || $(STAGE) check-fuzz[$(R)] \
+		sh -c 'scripts/fuzz.sh $(QEMU_FUZZ_BIN) $(CHECK_FUZZ_SECONDS) $(BUILD)/fuzz/$(QV) \
+		>$(RESULTS)/fuzz.tap',:)
 	-@$(STAGE) check-guest[$(R)] scripts/guest-test.py --kunit --name check-guest \
 		--tap $(RESULTS)/guest.tap $(subst $(eval) ,$(comma),$(GUEST_TESTS))
 	-@$(STAGE) check-guest-leak-off[$(R)] scripts/guest-test.py --name check-guest-leak-off \
@@ -209,6 +227,7 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 	-@$(STAGE) check-guest-bounce[$(R)] scripts/guest-test.py --name check-guest-bounce \
 		--device $(RNG_DMA_API) --append swiotlb=force --tap $(RESULTS)/guest-bounce.tap epoch_abi
 	-@$(STAGE) check-attest[$(R)] scripts/check-attest.py $(RESULTS)
+	-@$(STAGE) check-hostile[$(R)] scripts/check-hostile.py $(RESULTS)
 	-@$(STAGE) check-differential[$(R)] scripts/tap-step.sh $(RESULTS)/differential.tap \
 		"io_uring_sysctl: same results on our $(R) and on Debian's $(UPSTREAM_KERNEL_PACKAGE)" \
 		scripts/differential.sh io_uring_sysctl $(BZIMAGE) $(UPSTREAM_VMLINUZ) $(INITRAMFS)
@@ -239,6 +258,11 @@ check-asan-row: qemu kernel guest $(SNP_CERTS)
 		"no sanitizer report in the qtests' and the scenarios' QEMU output ($(R))" \
 		sh -c '! grep -rlE "$(SANITIZER_REPORT)" $(SAN_RESULTS) $(BUILD)/run/$(R)'
 	@scripts/summary.py $(RESULTS_ALL)-san $(R)
+
+fuzz: fuzz-build $(SNP_CERTS) ## fuzz the devices, FUZZ_SECONDS (600) per target (ROW=...)
+	@mkdir -p $(RESULTS_ALL)-fuzz
+	set -o pipefail; scripts/fuzz.sh $(QEMU_FUZZ_BIN) $(FUZZ_SECONDS) $(BUILD)/fuzz/$(QV) \
+		| tee $(RESULTS_ALL)-fuzz/$(R).tap
 
 scenarios: qemu guest $(UPSTREAM_VMLINUZ) ## run the snapshot scenarios: make scenarios [KERNEL=img] [ONLY=3,6]
 	snapshot-scenarios/run.py $(if $(KERNEL),--kernel $(KERNEL)) $(if $(ONLY),--only $(ONLY))

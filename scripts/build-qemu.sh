@@ -25,6 +25,10 @@
 #   the first change to the tree configures and builds it for real.
 #   RESEED_BUILD_CACHE= (empty) turns it off, as it does the kernel's.
 #   RESEED_QEMU_SANITIZE=1 configures with ASan and UBSan.
+#   RESEED_QEMU_FUZZ=1 builds QEMU's libFuzzer target qemu-fuzz-x86_64 instead, with
+#   Debian's clang, ASan and UBSan (docs/devel/testing/fuzzing.rst; scripts/fuzz.sh);
+#   RESEED_QEMU_FUZZ=coverage the same with clang's source-based coverage and no
+#   sanitizer, to replay a corpus and count the lines it reached.
 set -euo pipefail
 
 [ $# -ge 2 ] || { echo "usage: $0 SRCDIR OBJDIR [MESON-DEB-VERSION [NINJA-TARGET...]]" >&2; exit 2; }
@@ -56,7 +60,18 @@ fi
 # UndefinedBehaviorSanitizer, in an object directory of its own (the Makefile's).
 # QEMU 9 and later have one switch each.  QEMU 7.2's --enable-sanitizers probes UBSan
 # with a program that GCC 12 warns about under -Werror, and leaves it out: add it.
-if [ -n "${RESEED_QEMU_SANITIZE:-}" ]; then
+fuzz=${RESEED_QEMU_FUZZ:-}
+if [ -n "$fuzz" ]; then
+	extra_config+=(--enable-fuzzing)
+	if [ "$fuzz" = coverage ]; then
+		extra_config+=("--extra-cflags=-fprofile-instr-generate -fcoverage-mapping"
+			--extra-ldflags=-fprofile-instr-generate)
+	elif [ "$major" -ge 9 ]; then
+		extra_config+=(--enable-asan --enable-ubsan)
+	else
+		extra_config+=(--enable-sanitizers)
+	fi
+elif [ -n "${RESEED_QEMU_SANITIZE:-}" ]; then
 	if [ "$major" -ge 9 ]; then
 		extra_config+=(--enable-asan --enable-ubsan)
 	else
@@ -73,8 +88,9 @@ grep -qxF "$devices" "$src/.git/info/exclude" || echo "$devices" >>"$src/.git/in
 # ccache keyed on paths relative to the tree's top, and not on the working directory
 # (QEMU builds with -g): a fresh clone in another folder, as CI makes, hits the cache.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(pwd)} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
-cc=gcc
-[ -x /usr/lib/ccache/gcc ] && cc=/usr/lib/ccache/gcc
+cc=gcc cxx=g++
+[ -z "$fuzz" ] || cc=clang cxx=clang++
+[ -x "/usr/lib/ccache/$cc" ] && cc=/usr/lib/ccache/$cc cxx=/usr/lib/ccache/$cxx
 config=(
 	--target-list=x86_64-softmmu
 	--without-default-features --without-default-devices
@@ -82,7 +98,7 @@ config=(
 	--enable-kvm --enable-tcg --enable-tools --enable-fdt=system
 	--enable-gnutls --enable-nettle
 	--disable-docs --disable-werror
-	--cc="$cc" --host-cc="$cc"
+	--cc="$cc" --cxx="$cxx" --host-cc="$cc"
 	${extra_config[@]+"${extra_config[@]}"}
 )
 mkdir -p "$obj"
@@ -93,14 +109,16 @@ flock 9
 # What the tree runs of a build; 7.2 has no vmclock device and no vmclock-test.
 qtests=(tests/qtest/qos-test tests/qtest/sev-snp-responder-test)
 [ ! -f "$src/tests/qtest/vmclock-test.c" ] || qtests+=(tests/qtest/vmclock-test)
-kept=(qemu-system-x86_64 qemu-img "${qtests[@]}" qemu-bundle/usr/local/share/qemu/keymaps)
+targets=(qemu-system-x86_64 qemu-img "${qtests[@]}")
+[ -z "$fuzz" ] || targets=(qemu-fuzz-x86_64)
+kept=("${targets[@]}" qemu-bundle/usr/local/share/qemu/keymaps)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/reseed-lab/qemu
 [ -n "${RESEED_BUILD_CACHE-on}" ] || cache=
 libs=$(dpkg-query -W -f '${Package}=${Version}\n' libglib2.0-dev libgnutls28-dev \
 	nettle-dev libpixman-1-dev libfdt-dev zlib1g-dev 2>/dev/null || true)
 state=$("$(dirname "$0")/tree-state.sh" "$src" "$top/qemu-patches/reseed-lab-devices.mak")
 key=$(printf '%s\n' "$state" "${config[*]}" "$meson_version" "$(sha256sum <"$0")" \
-	"$(gcc --version | head -1)" "$libs" | sha256sum | cut -c1-32)
+	"$("${cc##*/}" --version | head -1)" "$libs" | sha256sum | cut -c1-32)
 # A build directory that was never configured takes the binaries from the cache.
 if [ -n "$cache" ] && [ -f "$cache/$key/.complete" ] && [ ! -f "$obj/build.ninja" ]; then
 	if [ "$(cat "$obj/.reseed-built" 2>/dev/null)" != "$state" ]; then
@@ -126,7 +144,7 @@ else
 	fi
 	# What every later ninja run in OBJDIR needs (check-qtest.sh, bench.sh source it).
 	printf 'export PYTHONPATH=%q\n' "${PYTHONPATH:-}" >"$obj/reseed-env.sh"
-	ninja -C "$obj" qemu-system-x86_64 qemu-img "${qtests[@]}" "$@" |
+	ninja -C "$obj" "${targets[@]}" "$@" |
 		{ grep -v '^ninja: no work to do' || true; }
 	echo "$state" >"$obj/.reseed-built"
 

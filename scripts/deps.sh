@@ -23,6 +23,9 @@ packages=(
 	busybox-static
 	# host-side checks and benchmarks
 	openssl valgrind
+	# the fuzz targets (scripts/fuzz.sh): QEMU's libFuzzer build needs clang and its
+	# runtime; the seed corpus generator uses python3-cryptography
+	clang libclang-rt-14-dev llvm python3-cryptography
 	# Debian's own qemu-system-x86 binaries, unpacked into build/ (never installed) as
 	# the unpatched QEMU of each row for scripts/check-migrate-unpatched.py: the
 	# shared libraries they link that the build does not bring

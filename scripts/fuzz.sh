@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# fuzz.sh - run the fuzz targets of our QEMU devices for a fixed time each, as TAP.
+#
+# Usage: scripts/fuzz.sh FUZZ-BINARY SECONDS OUTDIR [TARGET...]
+#
+#   FUZZ-BINARY is the row's qemu-fuzz-x86_64 (scripts/build-qemu.sh with
+#   RESEED_QEMU_FUZZ=1: libFuzzer, ASan, UBSan).  Each target is QEMU's generic-fuzz
+#   (docs/devel/testing/fuzzing.rst) on one device, with OP_LEAK, our operation that
+#   declares an entropy leak while the VM runs or is stopped:
+#
+#     virtio-rng-leak    virtio-rng-pci with the leak queues: every register, DMA, leaks
+#     sev-snp-responder  the fake SEV-SNP PSP: every register, the doorbell, the message
+#                        pages (a fixed VMPCK0, so that the seeds' requests decrypt)
+#
+#   The working corpus, OUTDIR/TARGET/corpus, starts from the seed corpus in the tree
+#   (fuzz/corpus/TARGET, scripts/fuzz-corpus.py) and keeps what each run adds.  Prints,
+#   per target, execs, execs per second, coverage (libFuzzer's edge count) and new
+#   inputs; a crash input is kept in OUTDIR/TARGET/ and the line is 'not ok'.  Each
+#   run is added to OUTDIR/TARGET/ledger.tsv, whose total is the figure the README gives.
+set -euo pipefail
+[ $# -ge 3 ] || { echo "usage: $0 FUZZ-BINARY SECONDS OUTDIR [TARGET...]" >&2; exit 2; }
+bin=$(realpath "$1") seconds=$2 out=$3
+shift 3
+top=$(cd "$(dirname "$0")/.." && pwd)
+certs=$top/build/snp
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(virtio-rng-leak sev-snp-responder)
+"$top/scripts/snp-certs.sh" "$certs" >/dev/null
+
+# The qtests' fixed VMPCK0, which scripts/fuzz-corpus.py encrypts the seeds with
+vmpck0=c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf
+# acpi=off: the same PC, a quarter faster to reset between inputs (no ACPI tables)
+machine="-M pc,acpi=off -nodefaults"
+args_virtio_rng_leak="$machine -device virtio-rng-pci,id=rng0,ioeventfd=off"
+objects_virtio_rng_leak="virtio*"
+args_sev_snp_responder="$machine -device sev-snp-responder,vcek-key=$certs/vcek.key,\
+vcek-cert=$certs/vcek.der,ask-cert=$certs/ask.der,ark-cert=$certs/ark.der,vmpck0=$vmpck0"
+objects_sev_snp_responder="sev-snp-responder*"
+
+mkdir -p "$out"
+n=0 failed=0
+echo "TAP version 13"
+echo "1..${#targets[@]}"
+for t in "${targets[@]}"; do
+	n=$((n + 1))
+	v=${t//-/_}
+	a="args_$v" o="objects_$v"
+	[ -n "${!a:-}" ] || { echo "fuzz: no target '$t'" >&2; exit 2; }
+	dir=$out/$t
+	mkdir -p "$dir/corpus"
+	log=$dir/last.log
+	rm -f "$dir"/crash-* "$dir"/leak-* "$dir"/timeout-* "$dir"/oom-*
+	# Reports abort; leaks are not looked for (QEMU frees little at exit, and LSan
+	# takes most of the time); a double fetch of guest memory gets the same bytes.
+	rc=0
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1 \
+	QEMU_AVOID_DOUBLE_FETCH=1 QEMU_FUZZ_ARGS="${!a}" QEMU_FUZZ_OBJECTS="${!o}" \
+		"$bin" --fuzz-target=generic-fuzz -detect_leaks=0 -max_len=8192 \
+		-max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$dir/" \
+		"$dir/corpus" "$top/fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
+	stat() { sed -n "s/^stat::$1: *//p" "$log" | tail -1; }
+	execs=$(stat number_of_executed_units) rate=$(stat average_exec_per_sec)
+	added=$(stat new_units_added)
+	cov=$(grep -aoE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
+	crashes=$(find "$dir" -maxdepth 1 -name 'crash-*' -o -maxdepth 1 -name 'timeout-*' |
+		wc -l)
+	[ -f "$dir/ledger.tsv" ] ||
+		printf 'date\tseconds\texecs\texec_per_s\tcov\tnew_units\tcrashes\n' >"$dir/ledger.tsv"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$seconds" "${execs:-0}" \
+		"${rate:-0}" "${cov:-0}" "${added:-0}" "$crashes" >>"$dir/ledger.tsv"
+	total=$(awk -F'\t' 'NR > 1 { s += $3 } END { print s + 0 }' "$dir/ledger.tsv")
+	line="$t: ${execs:-0} execs in ${seconds} s (${rate:-0}/s), coverage ${cov:-?} edges,"
+	line+=" ${added:-0} new inputs, corpus $(find "$dir/corpus" -type f | wc -l); $total execs"
+	line+=" over all runs ($dir/ledger.tsv); $crashes crash inputs"
+	if [ "$rc" -ne 0 ] || [ "$crashes" -ne 0 ] || [ -z "$execs" ]; then
+		failed=$((failed + 1))
+		echo "not ok $n - $line (fuzzer status $rc)"
+		grep -aE 'ERROR|SUMMARY|runtime error|#[0-9]+ 0x' "$log" | head -20 | sed 's/^/#   /'
+	else
+		echo "ok $n - $line"
+	fi
+done
+[ "$failed" -eq 0 ]
