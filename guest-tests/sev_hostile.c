@@ -13,9 +13,10 @@
  * The first three are responses sev-guest cannot trust: the attestation request fails
  * with EBADMSG and the VMPCK is wiped (its sequence number, the IV, may have been used
  * by the host), so the next request, ioctl or configfs, fails with ENOTTY.  The last two
- * are authentic responses with bad contents: configfs-tsm refuses them (ENOMEM for the
- * size, ENXIO for the status), the key stays, and SNP_GET_REPORT, which hands user space
- * the response as it came, still works and shows what the host said.
+ * are authentic responses with bad contents: configfs-tsm refuses them (EIO for the size,
+ * ENXIO for the status), the key stays, and SNP_GET_REPORT, which hands user space the
+ * response as it came, still works and shows what the host said.  (Upstream sev-guest
+ * says ENOMEM for the size; the 6.12 series makes it EIO, as our 6.1 backport does.)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +42,7 @@ static const struct fault faults[] = {
 	{ "wrong-seqno",	EBADMSG,	1 },
 	{ "bad-tag",		EBADMSG,	1 },
 	{ "no-response",	EBADMSG,	1 },
-	{ "oversize-report",	ENOMEM,		0 },
+	{ "oversize-report",	EIO,		0 },
 	{ "bad-status",		ENXIO,		0 },
 };
 

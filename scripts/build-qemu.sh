@@ -148,7 +148,8 @@ else
 		{ grep -v '^ninja: no work to do' || true; }
 	echo "$state" >"$obj/.reseed-built"
 
-	# Into the build cache, whole or not at all; the six newest stay.
+	# Into the build cache, whole or not at all; the eight newest stay (per row: plain,
+	# ASan, fuzz, coverage).
 	if [ -n "$cache" ] && [ ! -f "$cache/$key/.complete" ] && mkdir -p "$cache"; then
 		tmp=$(mktemp -d "$cache/.new.XXXXXX")
 		for f in "${kept[@]}"; do
@@ -159,7 +160,7 @@ else
 		touch "$tmp/.complete"
 		rm -rf "${cache:?}/$key"
 		mv "$tmp" "$cache/$key"
-		ls -1dt "$cache"/*/ | tail -n +7 | xargs -r rm -rf
+		ls -1dt "$cache"/*/ | tail -n +9 | xargs -r rm -rf
 	fi
 fi
 
