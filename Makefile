@@ -83,7 +83,7 @@ DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 
 .DEFAULT_GOAL := all
 .PHONY: all help deps sources build-each-patch qemu kernel guest certs check check-row demo bench \
-	check-asan check-asan-row fuzz fuzz-build \
+	check-asan check-asan-row fuzz fuzz-build fuzz-coverage \
 	guest-test scenarios export-patches clean distclean FORCE
 
 all: qemu kernel guest $(SNP_CERTS) ## build the row (default: the newest) and run the demo
@@ -263,6 +263,15 @@ fuzz: fuzz-build $(SNP_CERTS) ## fuzz the devices, FUZZ_SECONDS (600) per target
 	@mkdir -p $(RESULTS_ALL)-fuzz
 	set -o pipefail; scripts/fuzz.sh $(QEMU_FUZZ_BIN) $(FUZZ_SECONDS) $(BUILD)/fuzz/$(QV) \
 		| tee $(RESULTS_ALL)-fuzz/$(R).tap
+
+# The same target with clang's source coverage, to count the lines the corpus reaches
+QEMU_COV_BIN := $(BUILD)/qemu-$(QV)-cov/qemu-fuzz-x86_64
+fuzz-coverage: $(SNP_CERTS) ## line coverage of our devices by the fuzz corpus (ROW=...)
+	@RESEED_QEMU_FUZZ=coverage $(STAGE) qemu[$(QV)-cov] \
+		scripts/build-qemu.sh $(QEMU_SRC) $(BUILD)/qemu-$(QV)-cov '$(MESON_DEB_VERSION)'
+	@mkdir -p $(RESULTS_ALL)-fuzz
+	scripts/fuzz-coverage.sh $(QEMU_COV_BIN) $(QEMU_SRC) $(BUILD)/fuzz/$(QV) \
+		$(RESULTS_ALL)-fuzz/$(R)-coverage.txt
 
 scenarios: qemu guest $(UPSTREAM_VMLINUZ) ## run the snapshot scenarios: make scenarios [KERNEL=img] [ONLY=3,6]
 	snapshot-scenarios/run.py $(if $(KERNEL),--kernel $(KERNEL)) $(if $(ONLY),--only $(ONLY))

@@ -50,10 +50,11 @@ SNP_FAULTS = ("wrong-seqno", "bad-tag", "no-response", "oversize-report", "bad-s
 LEAKS = 5
 STORM_HZ = 10000
 STORM_SECONDS = 3        # leak_storm's default run time
-# The storm must leave getrandom() at least this share of its rate without it: each
-# epoch move the guest sees costs it a reseed of the CRNG (measured: 24 % on 6.1,
-# 52 % on 6.12 under TCG).
-STORM_MIN_SHARE = 0.10
+# What the storm may cost: the getrandom() loop time lost to it, per epoch move the guest
+# sees (each is a CRNG reseed, and the leaks' interrupts come with it).  Measured under
+# TCG: 140-530 us (6.1, 6.12), 470 us with KASAN.  The share of the rate without the
+# storm depends on how many leaks the guest sees, and is printed.
+STORM_MAX_US_PER_MOVE = 2000
 STORM_LINE = re.compile(r"# leak_storm: calls=(\d+) seconds=([\d.]+) per_second=(\d+) "
                         r"epoch_moves=(\d+) slowest_us=(\d+)")
 # What the guest's virtio core says when a device returns an id it never made available
@@ -187,11 +188,11 @@ def storm(tap):
     share = storm_rate / max(base, 1)
     # The time the storm took from the loop, per epoch move it caused (a reseed each)
     lost_us = 1e6 * STORM_SECONDS * (1 - share) / max(moves, 1)
-    tap.add(share >= STORM_MIN_SHARE and moves > 0,
+    tap.add(lost_us <= STORM_MAX_US_PER_MOVE and moves > 0,
             f"x-leak-storm={STORM_HZ}: getrandom(32) {storm_rate}/s against {base}/s "
-            f"without ({100 * share:.0f} %, at least {100 * STORM_MIN_SHARE:.0f} %); the "
-            f"epoch moved {moves} times in {STORM_SECONDS} s, {lost_us:.0f} us of the loop "
-            f"per move; slowest call {slowest} us; {events} leaks declared")
+            f"without ({100 * share:.0f} %); the epoch moved {moves} times in "
+            f"{STORM_SECONDS} s, {lost_us:.0f} us of the loop per move (at most "
+            f"{STORM_MAX_US_PER_MOVE}); slowest call {slowest} us; {events} leaks declared")
 
 
 def snp(tap):
