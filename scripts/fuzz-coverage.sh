@@ -27,17 +27,29 @@ for t in virtio-rng-leak:hw/virtio/virtio-rng.c sev-snp-responder:hw/misc/sev-sn
 	dirs=("$top/fuzz/corpus/$name")
 	[ ! -d "$corpus/$name/corpus" ] || dirs+=("$corpus/$name/corpus")
 	n=$(find "${dirs[@]}" -type f | wc -l)
-	# Each input once (-runs=0)
-	LLVM_PROFILE_FILE="$tmp/$name-%p.profraw" QEMU_AVOID_DOUBLE_FETCH=1 \
-		QEMU_FUZZ_ARGS="${!a}" QEMU_FUZZ_OBJECTS="${!o}" \
-		"$bin" --fuzz-target=generic-fuzz -runs=0 "${dirs[@]}" >"$tmp/$name.log" 2>&1 || {
-		tail -5 "$tmp/$name.log" >&2
-		echo "fuzz-coverage: the replay of $name failed" >&2
-		exit 1
-	}
+	# Each input once, each in a process of its own: generic-fuzz resets the machine
+	# between inputs but not guest RAM, so in one process an input's outcome depends
+	# on the inputs before it (a seed's descriptors are read back as the previous
+	# input left them), and the replay would not count what the input itself reaches.
+	export QEMU_AVOID_DOUBLE_FETCH=1 QEMU_FUZZ_ARGS="${!a}" QEMU_FUZZ_OBJECTS="${!o}"
+	# (%4m: the runtime merges each process into one of four files as it exits)
+	export LLVM_PROFILE_FILE="$tmp/$name-%4m.profraw"
+	find "${dirs[@]}" -type f -print0 |
+		xargs -0 -P"$(nproc)" -n1 sh -c '"$0" --fuzz-target=generic-fuzz -runs=0 "$1" \
+			>/dev/null 2>&1 || [ ! -e "$1" ] || echo "fuzz-coverage: $1 failed" >&2' "$bin"
+	# (an input that a running 'make fuzz' replaced meanwhile is not an error)
 	"$llvm/llvm-profdata" merge -sparse "$tmp/$name"-*.profraw -o "$tmp/$name.profdata"
+	cp "$tmp/$name.profdata" "$corpus/$name/coverage.profdata" 2>/dev/null || true
 	{
 		echo "== $name: $n inputs, $file"
-		"$llvm/llvm-cov" report "$bin" -instr-profile="$tmp/$name.profdata" "$src/$file"
+		# (the mapping records the sources as the build saw them, ../src/...: filter
+		# the report's lines rather than its arguments)
+		"$llvm/llvm-cov" report "$bin" -instr-profile="$tmp/$name.profdata" |
+			grep -E "^Filename|/${file//./\\.} " | sed 's/  */ /g'
+		# and the functions of that file the corpus left partly or wholly unrun
+		"$llvm/llvm-cov" report "$bin" -instr-profile="$tmp/$name.profdata" \
+			-show-functions "$src/$file" 2>/dev/null |
+			awk '$1 ~ /^[a-z_0-9]+$/ && $(NF-3) != "100.00%" {
+				printf "  %s: %s of its lines unrun\n", $1, $(NF-4) }' || true
 	} | tee -a "$out"
 done
