@@ -188,7 +188,11 @@ class Guest:
                                      stdout=self._stderr, stderr=subprocess.STDOUT)
         _started.append(self)
         if "-qmp" in self.args:
-            self._connect_qmp()
+            try:
+                self._connect_qmp()
+            except BaseException:
+                self.kill()     # no QEMU left running when its start fails
+                raise
         return self
 
     def _connect_qmp(self, timeout=10):
