@@ -272,10 +272,11 @@ fuzz: fuzz-build $(SNP_CERTS) ## fuzz the devices, FUZZ_SECONDS (600) per target
 		| tee $(RESULTS_ALL)-fuzz/$(R).tap
 
 # The same target with clang's source coverage, to count the lines the corpus reaches
-QEMU_COV_BIN := $(BUILD)/qemu-$(QV)-cov/qemu-fuzz-x86_64
+QEMU_COV_OBJ := $(BUILD)/qemu-$(QV)-cov
+QEMU_COV_BIN := $(QEMU_COV_OBJ)/qemu-fuzz-x86_64
 fuzz-coverage: $(SNP_CERTS) ## line coverage of our devices by the fuzz corpus (ROW=...)
 	@RESEED_QEMU_FUZZ=coverage $(STAGE) qemu[$(QV)-cov] \
-		scripts/build-qemu.sh $(QEMU_SRC) $(BUILD)/qemu-$(QV)-cov '$(MESON_DEB_VERSION)'
+		scripts/build-qemu.sh $(QEMU_SRC) $(QEMU_COV_OBJ) '$(MESON_DEB_VERSION)'
 	@mkdir -p $(RESULTS_ALL)-fuzz
 	scripts/fuzz-coverage.sh $(QEMU_COV_BIN) $(QEMU_SRC) $(BUILD)/fuzz/$(QV) \
 		$(RESULTS_ALL)-fuzz/$(R)-coverage.txt

@@ -46,10 +46,14 @@ for t in virtio-rng-leak:hw/virtio/virtio-rng.c sev-snp-responder:hw/misc/sev-sn
 		# the report's lines rather than its arguments)
 		"$llvm/llvm-cov" report "$bin" -instr-profile="$tmp/$name.profdata" |
 			grep -E "^Filename|/${file//./\\.} " | sed 's/  */ /g'
-		# and the functions of that file the corpus left partly or wholly unrun
-		"$llvm/llvm-cov" report "$bin" -instr-profile="$tmp/$name.profdata" \
-			-show-functions "$src/$file" 2>/dev/null |
-			awk '$1 ~ /^[a-z_0-9]+$/ && $(NF-3) != "100.00%" {
-				printf "  %s: %s of its lines unrun\n", $1, $(NF-4) }' || true
+		# and the functions of that file the corpus never ran (-show-functions wants
+		# the path as the build recorded it; the JSON export names every function)
+		"$llvm/llvm-cov" export "$bin" -instr-profile="$tmp/$name.profdata" \
+			-skip-expansions 2>/dev/null | python3 -c '
+import json, os, sys
+path = sys.argv[1]
+names = [f["name"].split(":")[-1] for f in json.load(sys.stdin)["data"][0]["functions"]
+         if f["count"] == 0 and any(os.path.realpath(x) == path for x in f["filenames"])]
+print("never run:", " ".join(names) or "none")' "$src/$file"
 	} | tee -a "$out"
 done
