@@ -143,9 +143,9 @@ static const volatile uint32_t *epoch_page(int anon, const char **source)
 		if (fd >= 0)
 			close(fd);
 		if (efd >= 0) {
-			p = mmap(NULL, getpagesize(), PROT_READ, MAP_SHARED, efd, 0);
+			p = (void *)epoch_map(efd);
 			close(efd);
-			if (p != MAP_FAILED) {
+			if (p) {
 				*source = "the RNG epoch page (RNDEPOCH)";
 				return p;
 			}

@@ -7,6 +7,12 @@
  * the epoch page before each call; when the value moved since the last seed (a snapshot
  * was taken or restored), the generator reseeds before it produces anything.
  *
+ * Where the kernel also follows a hypervisor's VM generation counter (VMClock), the
+ * epoch is two words: the value in the page and that counter, which the kernel maps as
+ * the second page (rand_epoch_data.vm_counter_offset says where); the guard compares
+ * both, as the hypervisor moves the counter before any vCPU runs and the kernel moves
+ * the value only when it notices.  epoch_map() maps what the kernel offers.
+ *
  * With epoch == NULL the generator is unguarded: the behaviour of every user-space PRNG
  * today, and the negative control of the snapshot scenarios.
  *
@@ -19,13 +25,58 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
 #include <sys/random.h>
+
+static const uint64_t epoch_no_vm_counter;
+
+/*
+ * The VM generation counter of a mapping made by epoch_map(), or a zero where the
+ * kernel has none (vm_counter_offset, the second word of the page, is 0 on kernels
+ * without it).  Read it again whenever the value moved: the kernel moves the value
+ * when a counter comes or goes.
+ */
+static inline const volatile uint64_t *epoch_vm_counter(const volatile uint32_t *epoch)
+{
+	uint32_t off = epoch ? epoch[1] : 0;
+
+	return off ? (const volatile uint64_t *)((const volatile char *)epoch + off) :
+		     &epoch_no_vm_counter;
+}
+
+/*
+ * Map the epoch of RNDEPOCH's descriptor: one page, or two where the kernel maps the VM
+ * generation counter after it.  NULL with errno on failure; unmap with epoch_unmap().
+ */
+static inline const volatile uint32_t *epoch_map(int efd)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	void *p = mmap(NULL, pg, PROT_READ, MAP_SHARED, efd, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if (!((const volatile uint32_t *)p)[1])
+		return p;
+	munmap(p, pg);
+	p = mmap(NULL, 2 * pg, PROT_READ, MAP_SHARED, efd, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static inline void epoch_unmap(const volatile uint32_t *epoch)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+
+	munmap((void *)epoch, epoch[1] ? 2 * pg : pg);
+}
 
 struct epoch_prng {
 	uint32_t key[8];
 	uint64_t counter;
 	const volatile uint32_t *epoch;	/* the mapped epoch page, or NULL */
+	const volatile uint64_t *vm;	/* its VM generation counter, or a zero */
 	uint32_t seen;			/* epoch value at the last seed */
+	uint64_t vm_seen;		/* VM generation counter at the last seed */
 	uint64_t reseeds;
 	uint32_t block[16];		/* the last block; its last 'avail' bytes are unused */
 	unsigned int avail;
@@ -70,8 +121,11 @@ static inline void epoch_prng_block(const uint32_t key[8], uint64_t counter, uin
 static inline int epoch_prng_seed(struct epoch_prng *p)
 {
 	/* Read the epoch before the seed: a leak during getrandom() is then seen next time. */
-	if (p->epoch)
+	if (p->epoch) {
 		p->seen = *p->epoch;
+		p->vm = epoch_vm_counter(p->epoch);
+		p->vm_seen = *p->vm;
+	}
 	if (getrandom(p->key, sizeof(p->key), 0) != sizeof(p->key))
 		return -1;
 	p->counter = 0;
@@ -94,7 +148,8 @@ static inline int epoch_prng_bytes(struct epoch_prng *p, void *out, size_t len)
 	uint8_t *dst = out, *rest = (uint8_t *)p->block;
 	size_t n;
 
-	if (p->epoch && __builtin_expect(*p->epoch != p->seen, 0) && epoch_prng_seed(p))
+	if (p->epoch && __builtin_expect(*p->epoch != p->seen || *p->vm != p->vm_seen, 0) &&
+	    epoch_prng_seed(p))
 		return -1;
 	n = len < p->avail ? len : p->avail;
 	memcpy(dst, rest + sizeof(p->block) - p->avail, n);

@@ -73,6 +73,7 @@ struct agent_page {
 static struct agent_page *page;
 static FILE *command;
 static const volatile uint32_t *epoch;
+static const volatile uint64_t *vm_counter;	/* the epoch's VM generation counter, or 0 */
 
 static void die(const char *what)
 {
@@ -175,7 +176,8 @@ static void hex(char *dst, const uint8_t *src, size_t len)
 		sprintf(dst + 2 * i, "%02x", src[i]);
 }
 
-static void print_event(struct epoch_prng *prng, uint64_t final, uint32_t old, uint32_t now)
+static void print_event(struct epoch_prng *prng, uint64_t final, uint32_t old, uint32_t now,
+			uint64_t vm_old, uint64_t vm_now)
 {
 	uint8_t kernel[32], user[32];
 	char hk[65], hu[65];
@@ -188,8 +190,9 @@ static void print_event(struct epoch_prng *prng, uint64_t final, uint32_t old, u
 	hex(hu, user, sizeof(user));
 	page->events++;
 	printf("# scenario: event n=%" PRIu64 " final_spins=%" PRIu64
-	       " old_epoch=0x%08x new_epoch=0x%08x reseeds=%" PRIu64 " getrandom=%s prng=%s\n",
-	       page->events, final, old, now, prng->reseeds, hk, hu);
+	       " old_epoch=0x%08x new_epoch=0x%08x reseeds=%" PRIu64 " getrandom=%s prng=%s"
+	       " vm_counter=%" PRIu64 "->%" PRIu64 "\n",
+	       page->events, final, old, now, prng->reseeds, hk, hu, vm_old, vm_now);
 	fflush(stdout);
 }
 
@@ -197,17 +200,21 @@ static void run_epoch(struct epoch_prng *prng)
 {
 	for (;;) {
 		uint32_t e0 = *epoch, now;
-		uint64_t final;
+		uint64_t final, v0, vnow;
 
+		/* The value moves when a VM counter comes or goes: look where it is now. */
+		vm_counter = epoch_vm_counter(epoch);
+		v0 = *vm_counter;
 		page->epoch = e0;
 		page->spins = 0;
 		printf("# scenario: spinning epoch=0x%08x\n", e0);
 		fflush(stdout);
-		while (*epoch == e0)
+		while (*epoch == e0 && *vm_counter == v0)
 			page->spins++;
 		final = page->spins;
 		now = *epoch;
-		print_event(prng, final, e0, now);
+		vnow = *vm_counter;
+		print_event(prng, final, e0, now, v0, vnow);
 	}
 }
 
@@ -220,7 +227,7 @@ static void run_line(struct epoch_prng *prng)
 		fflush(stdout);
 		if (!fgets(line, sizeof(line), command))
 			die("console input");
-		print_event(prng, 0, 0, 0);
+		print_event(prng, 0, 0, 0, 0, 0);
 	}
 }
 
@@ -242,7 +249,8 @@ static const uint32_t no_epoch;		/* the guard where the kernel has no epoch */
 static void stream_step(void)
 {
 	const volatile uint32_t *guard = epoch ? epoch : &no_epoch;
-	uint64_t i = page->spins, out;
+	const volatile uint64_t *vm = epoch_vm_counter(epoch);
+	uint64_t i = page->spins, out, vm_seen = *vm;
 	uint32_t seen = *guard;
 	ssize_t ret;
 
@@ -262,7 +270,7 @@ static void stream_step(void)
 	 * between any two instructions; there, the output the host finds in flight may
 	 * have been checked before the snapshot.)
 	 */
-	page->spins = i + (*guard == seen);
+	page->spins = i + ((*guard == seen) & (*vm == vm_seen));
 }
 
 /* 'dump N K [ring]': outputs N..N+K-1, generated first if the stream is not there yet. */
@@ -319,7 +327,7 @@ static void run_stream(struct epoch_prng *prng)
 		if (!fgets(line, sizeof(line), command))
 			die("command input");
 		if (!strncmp(line, "event", 5))
-			print_event(prng, 0, 0, 0);
+			print_event(prng, 0, 0, 0, 0, 0);
 		else
 			stream_dump(line);
 		fflush(stdout);
@@ -376,8 +384,8 @@ int main(void)
 		die("open /dev/urandom");
 	efd = ioctl(fd, RNDEPOCH);
 	if (efd >= 0) {
-		epoch = mmap(NULL, 4096, PROT_READ, MAP_SHARED, efd, 0);
-		if (epoch == MAP_FAILED)
+		epoch = epoch_map(efd);
+		if (!epoch)
 			die("mmap epoch");
 	} else if (errno != ENOTTY && errno != EINVAL) {
 		die("ioctl RNDEPOCH");
