@@ -52,6 +52,7 @@ Ends with one table: scenario, VMs, result, spin figure, time.
 """
 
 import argparse
+import subprocess
 import contextlib
 import errno
 import itertools
@@ -75,7 +76,7 @@ READY = r"^# scenario: ready page_gpa=(0x[0-9a-f]+) mode=(\w+) epoch=(\w+)"
 # line to the end of the previous one in the console log.
 EVENT = re.compile(r"# scenario: event n=(\d+) final_spins=(\d+) old_epoch=(0x[0-9a-f]+) "
                    r"new_epoch=(0x[0-9a-f]+) reseeds=(\d+) getrandom=([0-9a-f]{64}) "
-                   r"prng=([0-9a-f]{64})")
+                   r"prng=([0-9a-f]{64})(?: vm_counter=(\d+)->(\d+))?")
 KERNEL_LINE = re.compile(r"\[ *\d+\.\d+\] [^\n]*\n")     # a printk line on the console
 PAGE = struct.Struct("<QQIIQ")          # struct agent_page
 AGENT_MAGIC = 0x72657365656421
@@ -99,8 +100,9 @@ class Agent:
 
     def __init__(self, name, mode="epoch", kernel=vm.KERNEL, leak=True, cpu="max",
                  disk=False, extra_devices=(), incoming=None, trace=(), qemu_args=(),
-                 rng_opts="", smp=1):
-        rng = "virtio-rng-pci,id=rng0" + ("" if leak else ",leak=off") + rng_opts
+                 rng_opts="", smp=1, rng=True):
+        rng = ("virtio-rng-pci,id=rng0" + ("" if leak else ",leak=off") + rng_opts,) \
+            if rng else ()
         # The device's leak trace (held, performed, rejected, events) goes to qemu.stderr
         # in the run directory: a few lines per leak, and what explains a failure.
         extra = ["-trace", "enable=virtio_rng_leak*"]
@@ -115,7 +117,7 @@ class Agent:
         append = f"tests=scenario_agent scenario={mode}" + \
             (f" scenario_cpu={smp - 1}" if smp > 1 else "")
         self.g = vm.Guest(name, append=append, kernel=kernel, cpu=cpu, smp=smp,
-                          devices=(rng,) + tuple(extra_devices), drive=self.disk, extra=extra,
+                          devices=rng + tuple(extra_devices), drive=self.disk, extra=extra,
                           serial_input=True)
         self.gpa = None
         self.mode = mode
@@ -155,6 +157,7 @@ class Agent:
             self.g.wait_console(rf"# scenario: spinning epoch={m.group(4)}", timeout, m.end())
         return {"n": int(m.group(1)), "final": int(m.group(2)), "old": int(m.group(3), 16),
                 "new": int(m.group(4), 16), "getrandom": m.group(6), "prng": m.group(7),
+                "vm_old": int(m.group(8) or 0), "vm_new": int(m.group(9) or 0),
                 "end": m.end()}
 
     def wait_migrated(self, timeout=60):
@@ -195,7 +198,8 @@ def atomic(ev, n, who):
     check(ev["final"] >= n, f"{who}: final spins {ev['final']} < N {n} read at the snapshot")
     check(ev["final"] - n <= 1,
           f"{who}: {ev['final'] - n} spins ran after the snapshot before the epoch moved")
-    check(ev["new"] != ev["old"], f"{who}: the epoch did not change")
+    check(ev["new"] != ev["old"] or ev.get("vm_new") != ev.get("vm_old"),
+          f"{who}: the epoch did not change (neither its value nor its VM counter)")
     return ev["final"] - n
 
 
@@ -933,6 +937,79 @@ def s11_vdso(ctx):
     return vms, f"shared indices: {figure}", table
 
 
+# -- 13: VMClock's vm_generation_counter as a source of the epoch (issue 16).
+
+VMCLOCK = ("vmclock",)
+VMCLOCK_SETUPS = (("vmclock only", "vmclock", {"rng": False, "extra_devices": VMCLOCK}),
+                  ("vmclock and virtio-rng", "both", {"extra_devices": VMCLOCK}))
+
+
+def s13_vmclock(ctx):
+    """Clones with the vmclock device alone and with virtio-rng too: the epoch moves
+    before the first instruction (final - N <= 1), the getrandom() and guarded generator
+    outputs differ in every pair of clones; vDSO getrandom() measured (asserted with the
+    leak queues, which move its generation; with vmclock alone nothing moves it before
+    the first syscall)."""
+    devices = subprocess.run([vm.QEMU, "-device", "help"], capture_output=True, text=True)
+    if '"vmclock"' not in devices.stdout:
+        raise NotApplicable(f"this row's QEMU has no vmclock device ({vm.QEMU})")
+    rows, vms = [], 0
+    for name, short, agent in VMCLOCK_SETUPS:
+        tag = f"s13-{short}"
+        src, n, path = saved_source(ctx, tag, 0.3, want_epoch=True, **agent)
+        evs = [clone_event(ctx, tag, i, src, n, path, **agent) for i in range(CLONES)]
+        os.unlink(path)
+        check(src.g.read_console().count("VM generation counter moves the RNG epoch") == 1,
+              f"{name}: the guest's vmclock driver did not register the counter")
+        worst = max(atomic(ev, n, f"{name}, clone {i}") for i, ev in enumerate(evs))
+        check(all(ev["vm_new"] == ev["vm_old"] + 1 for ev in evs),
+              f"{name}: the VM counter did not move by one in every clone: " +
+              ", ".join(f"{ev['vm_old']}->{ev['vm_new']}" for ev in evs))
+        pairwise_different([e["getrandom"] for e in evs], f"{name}: getrandom() output")
+        pairwise_different([e["prng"] for e in evs], f"{name}: guarded generator output")
+        streams, _ = vdso_clones(ctx, f"{tag}-vdso", 2, **agent)
+        vdso = vdso_shared(streams)
+        if short == "both":
+            check(vdso["indices"] == 0, f"{name}: vDSO getrandom() outputs shared after "
+                  f"resume at {vdso['indices']} indices")
+        rows.append((name, worst, evs, vdso))
+        vms += 1 + CLONES + 3
+    # What a counter with no entropy behind it gives without RDRAND/RDSEED: scenario 10's
+    # method (-icount: the clock and TSC follow the instructions run), measured only.
+    entropy = []
+    for label, qargs in (("host time", ()), ("-icount", ("-icount", "shift=0,sleep=off"))):
+        agent = {"rng": False, "extra_devices": VMCLOCK, "cpu": "max,-rdrand,-rdseed",
+                 "qemu_args": qargs}
+        tag = f"s13-nordrand-{'icount' if qargs else 'time'}"
+        src, n, path = saved_source(ctx, tag, 0.3, want_epoch=True, **agent)
+        evs = [clone_event(ctx, tag, i, src, n, path, **agent) for i in range(FILL_CLONES)]
+        os.unlink(path)
+        for i, ev in enumerate(evs):
+            atomic(ev, n, f"vmclock only, no RDRAND ({label}), clone {i}")
+        entropy.append((label, len({e["getrandom"] for e in evs}),
+                        len({e["prng"] for e in evs})))
+        vms += 1 + FILL_CLONES
+    lines = [f"{'devices':<24} {'max final-N':>11} {'value moved':>11} "
+             f"{'getrandom/generator shared':>26} {'vDSO shared (2 clones)':>22}"]
+    for name, worst, evs, vdso in rows:
+        moved = sum(ev["new"] != ev["old"] for ev in evs)
+        lines.append(f"{name:<24} {worst:>11} {moved:>8}/{len(evs)} "
+                     f"{'0 of ' + str(len(evs)) + ' clones':>26} "
+                     f"{str(vdso['indices']) + ' (run ' + str(vdso['run']) + ')':>22}")
+    lines += ["value moved: clones whose page value had moved when the agent saw the epoch "
+              "change (the VM counter moves first; the kernel moves the value at its next "
+              "output)",
+              "vDSO shared: sampled indices after resume where the two clones agreed "
+              "(longest run); with vmclock alone the vDSO's generation moves only at the "
+              "first reseed through the syscall"]
+    lines += [f"vmclock only, no RDRAND/RDSEED, {FILL_CLONES} clones, clock from {label}: "
+              f"{k} distinct getrandom() and {u} distinct generator outputs"
+              for label, k, u in entropy]
+    figure = ", ".join(f"{short} final-N {w}, vDSO {v['indices']}"
+                       for (_, short, _), (_, w, _, v) in zip(VMCLOCK_SETUPS, rows))
+    return vms, figure, lines
+
+
 # -- 12: the window between a leak and the driver's re-arm (issue 14 item 1).
 
 WINDOW_CLONES = 4
@@ -1031,6 +1108,7 @@ SCENARIOS = [
     (10, "fill-on-leak bytes alone separate clones", s10_fill_bytes),
     (11, "vDSO getrandom across clones", s11_vdso),
     (12, "a snapshot between a leak and the re-arm", s12_rearm_window),
+    (13, f"VMClock: {CLONES} clones, vmclock alone and with virtio-rng", s13_vmclock),
 ]
 
 
