@@ -151,7 +151,7 @@ $(GUEST)/bin/%: guest-tests/%.c $(wildcard guest-tests/*.h) $(KERNEL_BUILT)
 # added both the vDSO getrandom() and the test: in an older tree a stand-in reports the
 # skip and why, and the programs that call the vDSO say at run time that it has none.
 VDSO_SELFTESTS := $(LINUX_SRC)/tools/testing/selftests/vDSO
-VDSO_USERS     := scenario_agent bench_epoch_prng
+VDSO_USERS     := scenario_agent bench_epoch_prng scenario_vmclock_peer
 $(addprefix $(GUEST)/bin/,$(VDSO_USERS)): $(GUEST)/obj/parse_vdso.o
 $(GUEST)/obj/parse_vdso.o: $(VDSO_SELFTESTS)/parse_vdso.c $(KERNEL_BUILT)
 	@mkdir -p $(@D)
@@ -300,3 +300,19 @@ clean: ## remove test results and guest run directories (keeps the builds)
 
 distclean: ## remove build/ entirely (sources, builds, stamps)
 	rm -rf $(BUILD)
+
+# --- the peer of issue 16: Debian's prebuilt Linux 7 cloud kernel, whose ptp_vmclock maps
+# VMClock's vm_generation_counter into user space, across clones of one saved state
+# (snapshot-scenarios/vmclock_peer.py).  Its own initramfs: the peer program and the
+# modules (ptp_vmclock and what it depends on) that guest/init loads before it.
+.PHONY: peer-vmclock
+UPSTREAM7      := $(BUILD)/upstream-kernel-7
+PEER_INITRAMFS := $(BUILD)/guest-7/initramfs.cpio.gz
+$(UPSTREAM7)/vmlinuz: scripts/fetch-kernel-7.sh | $(STAMP)/deps
+	@$(STAGE) upstream-kernel-7 scripts/fetch-kernel-7.sh $(@D)
+$(PEER_INITRAMFS): $(GUEST)/bin/scenario_vmclock_peer $(UPSTREAM7)/vmlinuz guest/init \
+		scripts/build-initramfs.sh
+	@$(STAGE) initramfs[7] scripts/build-initramfs.sh $(LINUX_SRC) $@ $< \
+		$$(sed 's|^|$(UPSTREAM7)/modules/|' $(UPSTREAM7)/modules/order)
+peer-vmclock: qemu $(PEER_INITRAMFS) ## Linux 7's VMClock counter as the clones' guard (issue 16's peer)
+	snapshot-scenarios/vmclock_peer.py --kernel $(UPSTREAM7)/vmlinuz --initrd $(PEER_INITRAMFS)

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # build-initramfs.sh - pack the guest initramfs: busybox-static, guest/init and the tests.
 #
-# Usage: scripts/build-initramfs.sh LINUX-SRCDIR OUT.cpio.gz TEST-BINARY...
+# Usage: scripts/build-initramfs.sh LINUX-SRCDIR OUT.cpio.gz TEST-BINARY... [MODULE.ko...]
+#
+#   A file whose name ends in .ko goes to /modules/ instead of /tests/, and guest/init
+#   loads those modules in the order given here (/modules/order) before the tests.
 #
 #   Uses the kernel's own usr/gen_init_cpio, so /dev/console exists without root tricks.
 set -euo pipefail
@@ -27,8 +30,22 @@ list=$work/list
 	for d in /bin /sbin /proc /sys /tmp /etc /tests /root; do echo "dir $d 755 0 0"; done
 	echo "file /bin/busybox $busybox 755 0 0"
 	echo "file /init $(pwd)/guest/init 755 0 0"
-	for t in "$@"; do echo "file /tests/$(basename "$t") $(realpath "$t") 755 0 0"; done
-} >"$list.new"
+	modules=()
+	for t in "$@"; do
+		case "$t" in
+		*.ko) modules+=("$t") ;;
+		*) echo "file /tests/$(basename "$t") $(realpath "$t") 755 0 0" ;;
+		esac
+	done
+	if [ ${#modules[@]} -gt 0 ]; then
+		echo "dir /modules 755 0 0"
+		for m in "${modules[@]}"; do
+			echo "file /modules/$(basename "$m") $(realpath "$m") 644 0 0"
+			basename "$m" >&3
+		done
+		echo "file /modules/order $(realpath "$work")/modules.order 644 0 0"
+	fi
+} >"$list.new" 3>"$work/modules.order"
 "$gen" "$list.new" | gzip -n -1 >"$out.tmp"
 mv "$list.new" "$list"
 mv "$out.tmp" "$out"
