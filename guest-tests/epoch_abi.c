@@ -204,9 +204,11 @@ static int vmclock_has_vm_counter(void)
 TEST(rndepoch_matches_leak_feature)
 {
 	int feature = virtio_rng_feature(VIRTIO_RNG_F_LEAK, NULL, 0);
-	int fd = rndepoch("/dev/urandom");
+	int fd = rndepoch("/dev/urandom"), err = errno;
+	int vm_counter = vmclock_has_vm_counter();
 
-	if (feature == 1 || vmclock_has_vm_counter()) {
+	errno = err;
+	if (feature == 1 || vm_counter) {
 		ASSERT_LE(0, fd) TH_LOG("%s, RNDEPOCH: %s", feature == 1 ?
 					"VIRTIO_RNG_F_LEAK negotiated" :
 					"VMClock's VM generation counter", strerror(errno));
