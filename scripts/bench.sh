@@ -14,13 +14,15 @@
 #   4. attestation: reports/s through configfs-tsm 1 and 8 at a time (p50, p99), the
 #      fake SEV-SNP responder's own time per request (target < 1 ms with the signature),
 #      against the legacy ioctl as baseline.
-#   5. vDSO getrandom() with our change and without: by design the change does not touch
-#      the vDSO code, so the figure is the vDSO image itself.  The row's tree at the commit
-#      before the first of the series whose subject names the vDSO (VDSO_BASE=COMMIT to pick
-#      another) is unpacked in build/bench/, its vDSO built with the same configuration
-#      and compiler (ccache), and the two images compared: sha256, and the instructions of
-#      __vdso_getrandom and of its ChaCha20 in objdump -d.  Identical images run the same
-#      instructions per call, so no guest timing is needed to compare them.
+#   5. vDSO getrandom() with our changes and without: the leak queues' change (copy-on-leak
+#      writes the vDSO generation) does not touch the vDSO code, so its figure is the vDSO
+#      image itself; the reading of VMClock's counter (the x86/vdso commit) does.  The row's
+#      tree before the first commit whose subject names the vDSO, and before the x86/vdso
+#      one, is unpacked in build/bench/ (VDSO_BASE=COMMIT: compare HEAD with that instead),
+#      its vDSO built with the same configuration and compiler (ccache), and the images
+#      compared: sha256, and the instructions of __vdso_getrandom and of its ChaCha20 in
+#      objdump -d.  Identical images run the same instructions per call.
+#   BENCH_SECTIONS="2 5" runs only those sections.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: $0 ROW:QEMU..." >&2; exit 2; }
@@ -33,12 +35,15 @@ in_row() {
 	shift
 	RESEED_ROW=$row RESEED_KERNEL='' RESEED_INITRD='' RESEED_QEMU='' RESEED_QEMU_SRC='' "$@"
 }
+# BENCH_SECTIONS="2 5" runs only those sections (default: all).
+want() { [[ " ${BENCH_SECTIONS:-1 2 3 4 5} " == *" $1 "* ]]; }
 # each ROW:QEMU of the arguments, as "row qemu-version qemu-build-directory"
 each_row() {
 	local r
 	for r in "${rows[@]}"; do echo "${r%%:*} ${r#*:} build/qemu-${r#*:}"; done
 }
 
+if want 1; then
 echo "== 1. virtio-rng leak handler (qtest accelerator, native code)"
 while read -r row qv obj; do
 	# shellcheck source=/dev/null
@@ -51,7 +56,9 @@ while read -r row qv obj; do
 		-p /x86_64/pc/i440FX-pcihost/pci-bus-pc/pci-bus/virtio-rng-pci/virtio-rng-pci-tests/leak-bench \
 		2>&1 | sed -n "s/^# \(virtio-rng leak.*\)/   [QEMU $qv] \1/p"
 done < <(each_row)
+fi
 
+if want 2; then
 echo "== 2. epoch-guarded user-space ChaCha20 generator vs unguarded vs getrandom(2) vs the vDSO"
 echo "   in the guest (TCG: wall-clock figures carry the emulator's noise):"
 while read -r row qv obj; do
@@ -78,7 +85,9 @@ callgrind_annotate --inclusive=yes --threshold=100 build/bench/callgrind.out 2>/
 			printf "   %4d bytes: guarded %.0f, unguarded %.0f instructions/call: guard +%.0f (%.2f %%)\n",
 				n, g, u, g - u, u ? 100 * (g - u) / u : 0
 		} }'
+fi
 
+if want 3; then
 echo "== 3. guest boot (QEMU start to the first TAP line)"
 while read -r row qv obj; do
 	for i in 1 2 3; do
@@ -86,7 +95,9 @@ while read -r row qv obj; do
 			sed -n "s/^# boot to user space: reached; /   [$row] /p"
 	done
 done < <(each_row)
+fi
 
+if want 4; then
 echo "== 4. attestation reports: configfs-tsm -> sev-guest -> fake SEV-SNP responder"
 echo "   the responder's own time per report request (qtest accelerator, native code;"
 echo "   check, decrypt, sign ECDSA P-384, encrypt; target < 1 ms):"
@@ -103,7 +114,9 @@ while read -r row qv obj; do
 	in_row "$row" scripts/guest-test.py --name bench-tsm --raw --snp --timeout 900 bench_tsm |
 		grep -v '^ok ' | sed "s/^/   [$row] /"
 done < <(each_row)
+fi
 
+if want 5; then
 echo "== 5. vDSO getrandom(): the vDSO image with our change and without it"
 # instructions FUNCTION IMAGE: how many instructions objdump -d shows in FUNCTION
 instructions() {
@@ -111,11 +124,12 @@ instructions() {
 		awk -v f="<$1>:" '$2 == f { on = 1; next } on && /^$/ { exit } on && /^ *[0-9a-f]+:/ { n++ }
 			END { print n + 0 }'
 }
-# vdso_of_base ROW COMMIT: build the row's vDSO at COMMIT in build/bench/ (once per commit).
-# The unpacked tree sits at the same relative path from its own top as build/src/ does
-# from this one, so that ccache, keyed on relative paths, hits for what did not change.
+# vdso_of_base ROW COMMIT TAG: build the row's vDSO at COMMIT in build/bench/ (once per
+# commit and tag).  The unpacked tree sits at the same relative path from its own top as
+# build/src/ does from this one, so that ccache, keyed on relative paths, hits for what
+# did not change.
 vdso_of_base() {
-	local row=$1 commit=$2 top=build/bench/vdso-base-$1
+	local row=$1 commit=$2 top=build/bench/vdso-$3-$1
 	local src=$top/build/src/linux-$row obj=$top/build/linux-$row
 	if [ "$(cat "$top/commit" 2>/dev/null)" != "$commit" ]; then
 		rm -rf "$top"
@@ -136,26 +150,9 @@ vdso_of_base() {
 	fi
 	echo "$obj/arch/x86/entry/vdso"
 }
-while read -r row qv obj; do
-	src=build/src/linux-$row with=build/linux-$row/arch/x86/entry/vdso
-	if ! nm "$with/vdso64.so.dbg" 2>/dev/null | grep -q ' __vdso_getrandom$'; then
-		echo "   [$row] no vDSO getrandom() in this kernel (6.11 added it): nothing to compare"
-		continue
-	fi
-	base=${VDSO_BASE:-}
-	if [ -z "$base" ]; then
-		first=$(git -C "$src" log --reverse --format='%H %s' pristine..HEAD |
-			awk 'tolower($0) ~ /vdso/ { print $1; exit }')
-		[ -n "$first" ] || {
-			echo "   [$row] no commit of the series names the vDSO: nothing to compare"
-			continue
-		}
-		base=$(git -C "$src" rev-parse "$first^")
-	fi
-	t0=$(date +%s)
-	without=$(vdso_of_base "$row" "$(git -C "$src" rev-parse "$base")")
-	echo "   [$row] without the change: $(git -C "$src" log -1 --format='%h %s' "$base")" \
-		"(vDSO built in $(($(date +%s) - t0)) s)"
+# compare ROW WHAT WITH WITHOUT: the two vDSO images side by side.
+compare() {
+	local row=$1 what=$2 with=$3 without=$4 side dir sum n m
 	for side in with without; do
 		dir=${!side}
 		sum=$(sha256sum "$dir/vdso64.so" | cut -c1-16)
@@ -165,8 +162,46 @@ while read -r row qv obj; do
 			"$(instructions __arch_chacha20_blocks_nostack "$dir/vdso64.so.dbg")"
 	done
 	if cmp -s "$with/vdso64.so" "$without/vdso64.so"; then
-		echo "   [$row] identical images: the same instructions per call, 0 extra (target <= 2, <= 1 %)"
+		echo "   [$row] $what: identical images, the same instructions per call," \
+			"0 extra (target <= 2, <= 1 %)"
 	else
-		echo "   [$row] the images DIFFER: compare the guest timings of section 2 on both kernels"
+		n=$(instructions __vdso_getrandom "$with/vdso64.so.dbg")
+		m=$(instructions __vdso_getrandom "$without/vdso64.so.dbg")
+		echo "   [$row] $what: the images differ, __vdso_getrandom $((n - m)) instructions" \
+			"longer; the guest timings of section 2 give the cost per call"
 	fi
+}
+# Two changes of the series reach the vDSO: the leak queues' copy-on-leak writes its
+# generation (the commits whose subjects name the vDSO first; no vDSO code changes), and
+# the vDSO reads VMClock's counter (the x86/vdso commit).  VDSO_BASE=COMMIT compares HEAD
+# with another commit instead.
+while read -r row qv obj; do
+	src=build/src/linux-$row with=build/linux-$row/arch/x86/entry/vdso
+	if ! nm "$with/vdso64.so.dbg" 2>/dev/null | grep -q ' __vdso_getrandom$'; then
+		echo "   [$row] no vDSO getrandom() in this kernel (6.11 added it): nothing to compare"
+		continue
+	fi
+	if [ -n "${VDSO_BASE:-}" ]; then
+		base=$(git -C "$src" rev-parse "$VDSO_BASE")
+		compare "$row" "HEAD vs $VDSO_BASE" "$with" "$(vdso_of_base "$row" "$base" given)"
+		continue
+	fi
+	log=$(git -C "$src" log --reverse --format='%H %s' pristine..HEAD)
+	first=$(awk 'tolower($0) ~ /vdso/ { print $1; exit }' <<<"$log")
+	reader=$(awk '$2 == "x86/vdso:" { print $1; exit }' <<<"$log")
+	[ -n "$first" ] || {
+		echo "   [$row] no commit of the series names the vDSO: nothing to compare"
+		continue
+	}
+	t0=$(date +%s)
+	without=$(vdso_of_base "$row" "$(git -C "$src" rev-parse "$first^")" leak)
+	middle=$with
+	[ -z "$reader" ] || middle=$(vdso_of_base "$row" "$(git -C "$src" rev-parse "$reader^")" vmclock)
+	echo "   [$row] without the leak queues' change: $(git -C "$src" log -1 --format='%h %s' "$first^")" \
+		"(vDSO images built in $(($(date +%s) - t0)) s)"
+	compare "$row" "the leak queues move the vDSO generation" "$middle" "$without"
+	[ -n "$reader" ] || continue
+	echo "   [$row] without VMClock's counter in the vDSO: $(git -C "$src" log -1 --format='%h %s' "$reader^")"
+	compare "$row" "the vDSO reads VMClock's counter" "$with" "$middle"
 done < <(each_row)
+fi
