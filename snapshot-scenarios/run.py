@@ -961,6 +961,8 @@ def s13_vmclock(ctx):
     rows, vms = [], 0
     for name, short, agent in VMCLOCK_SETUPS:
         tag = f"s13-{short}"
+        # The leak queues move the vDSO's generation themselves (scenario 11): 2 clones.
+        vdso_count = VMCLOCK_VDSO_CLONES if short == "vmclock" else 2
         src, n, path = saved_source(ctx, tag, 0.3, want_epoch=True, **agent)
         evs = [clone_event(ctx, tag, i, src, n, path, **agent) for i in range(CLONES)]
         os.unlink(path)
@@ -973,13 +975,13 @@ def s13_vmclock(ctx):
         pairwise_different([e["getrandom"] for e in evs], f"{name}: getrandom() output")
         pairwise_different([e["prng"] for e in evs], f"{name}: guarded generator output")
         quiet = {**agent, "extra_devices": (VMCLOCK_QUIET,)}
-        streams, _ = vdso_clones(ctx, f"{tag}-vdso", VMCLOCK_VDSO_CLONES, **quiet)
+        streams, _ = vdso_clones(ctx, f"{tag}-vdso", vdso_count, **quiet)
         vdso = vdso_shared(streams)
         check(vdso["indices"] == 0 and vdso["guarded"] == 0,
               f"{name}: vDSO getrandom() outputs shared after resume at {vdso['indices']} "
               f"indices (longest run {vdso['run']}), guarded {vdso['guarded']}")
-        rows.append((name, worst, evs, vdso))
-        vms += 2 + CLONES + VMCLOCK_VDSO_CLONES
+        rows.append((name, worst, evs, vdso, vdso_count))
+        vms += 2 + CLONES + vdso_count
     # What a counter with no entropy behind it gives without RDRAND/RDSEED: scenario 10's
     # method (-icount: the clock and TSC follow the instructions run), measured only.
     entropy = []
@@ -998,25 +1000,68 @@ def s13_vmclock(ctx):
     lines = [f"{'devices':<24} {'max final-N':>11} {'value moved':>11} "
              f"{'getrandom/generator shared':>26} {'vDSO shared':>22} "
              f"{'in flight':>9}"]
-    for name, worst, evs, vdso in rows:
+    for name, worst, evs, vdso, vdso_count in rows:
         moved = sum(ev["new"] != ev["old"] for ev in evs)
         lines.append(f"{name:<24} {worst:>11} {moved:>8}/{len(evs)} "
                      f"{'0 of ' + str(len(evs)) + ' clones':>26} "
                      f"{str(vdso['indices']) + ' (run ' + str(vdso['run']) + ')':>22} "
-                     f"{str(vdso['in_flight']) + '/' + str(VMCLOCK_VDSO_CLONES):>9}")
+                     f"{str(vdso['in_flight']) + '/' + str(vdso_count):>9}")
     lines += ["value moved: clones whose page value had moved when the agent saw the epoch "
               "change (the VM counter moves first; the kernel moves the value at its next "
               "output)",
-              f"vDSO shared: sampled indices after resume where two of {VMCLOCK_VDSO_CLONES} "
-              "clones agreed "
+              "vDSO shared: sampled indices after resume where two clones agreed "
               "(longest run), the device's notification off; in flight: clones whose call "
               "in flight at the snapshot returned what the other's did"]
     lines += [f"vmclock only, no RDRAND/RDSEED, {FILL_CLONES} clones, clock from {label}: "
               f"{k} distinct getrandom() and {u} distinct generator outputs"
               for label, k, u in entropy]
+    cycles = vmclock_cycles(ctx)
+    lines.append(f"vmclock only, {CYCLES} savevm/loadvm cycles in one VM: the counter moved "
+                 f"by one at every loadvm ({cycles[0]} -> {cycles[-1]}), never at savevm, no "
+                 "value repeated, no splat")
     figure = ", ".join(f"{short} final-N {w}, vDSO {v['indices']}"
-                       for (_, short, _), (_, w, _, v) in zip(VMCLOCK_SETUPS, rows))
-    return vms, figure, lines
+                       for (_, short, _), (_, w, _, v, _) in zip(VMCLOCK_SETUPS, rows))
+    return vms + 1, figure + f", {CYCLES} cycles", lines
+
+
+def vmclock_cycles(ctx):
+    """CYCLES savevm/loadvm cycles with the vmclock device alone: savevm moves nothing
+    (the VM that goes on was not restored), each loadvm moves the counter by one before
+    the first instruction, the epoch never repeats in the surviving timeline, no splat."""
+    a = Agent("s13-cycles", disk=True, kernel=ctx.kernel, rng=False,
+              extra_devices=VMCLOCK).boot()
+    try:
+        require_epoch(a)
+        a.wait_spinning()
+        counters, values = [], []
+        for k in range(CYCLES):
+            a.g.qmp("stop")
+            n = a.page()["spins"]
+            a.g.hmp("savevm c")
+            a.g.qmp("cont")
+            a.g.qmp("stop")
+            check(a.page()["events"] == k, f"cycle {k}: savevm moved the epoch")
+            a.g.hmp("loadvm c")
+            check(a.page()["spins"] == n, f"cycle {k}: loadvm did not restore {n} spins")
+            mark = a.g.console_size()
+            a.g.qmp("cont")
+            ev = a.wait_event(mark)
+            atomic(ev, n, f"cycle {k}")
+            check(ev["vm_new"] == ev["vm_old"] + 1,
+                  f"cycle {k}: counter {ev['vm_old']} -> {ev['vm_new']}")
+            check(not counters or ev["vm_old"] == counters[-1],
+                  f"cycle {k}: restored counter {ev['vm_old']} is not the snapshot's "
+                  f"{counters[-1] if counters else ''}")
+            check((ev["new"], ev["vm_new"]) not in values,
+                  f"cycle {k}: epoch {ev['new']:#x}/{ev['vm_new']} repeats")
+            counters.append(ev["vm_new"])
+            values.append((ev["new"], ev["vm_new"]))
+        check(a.g.status() == "running", "QEMU does not report the VM running")
+        found = vm.splats(a.g.read_console())
+        check(not found, "kernel splat on the console:\n" + (found[0] if found else ""))
+    finally:
+        a.kill()
+    return counters
 
 
 # -- 12: the window between a leak and the driver's re-arm (issue 14 item 1).
