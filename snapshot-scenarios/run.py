@@ -977,10 +977,26 @@ def s13_vmclock(ctx):
         quiet = {**agent, "extra_devices": (VMCLOCK_QUIET,)}
         streams, _ = vdso_clones(ctx, f"{tag}-vdso", vdso_count, **quiet)
         vdso = vdso_shared(streams)
+        syscall = None
+        if short == "vmclock":
+            # The syscall's stream too, where nothing else would move the crng.
+            _, streams, _ = stream_clones(ctx, f"{tag}-stream", VMCLOCK_VDSO_CLONES,
+                                          rings=VDSO_RINGS, run=0, dump=VDSO_DUMP,
+                                          smp=VDSO_SMP, **quiet)
+            syscall = vdso_shared(streams)
+            check(syscall["indices"] == 0 and syscall["guarded"] == 0,
+                  f"{name}: getrandom() syscall outputs shared after resume at "
+                  f"{syscall['indices']} indices, guarded {syscall['guarded']}")
+            vms += 1 + VMCLOCK_VDSO_CLONES
         check(vdso["indices"] == 0 and vdso["guarded"] == 0,
               f"{name}: vDSO getrandom() outputs shared after resume at {vdso['indices']} "
               f"indices (longest run {vdso['run']}), guarded {vdso['guarded']}")
         rows.append((name, worst, evs, vdso, vdso_count))
+        if syscall:
+            stream_line = (f"{name}, notification off, {VMCLOCK_VDSO_CLONES} clones streaming "
+                           f"getrandom(8) by syscall: {syscall['indices']} sampled indices "
+                           f"after resume where two agreed, call in flight shared by "
+                           f"{syscall['in_flight']}")
         vms += 2 + CLONES + vdso_count
     # What a counter with no entropy behind it gives without RDRAND/RDSEED: scenario 10's
     # method (-icount: the clock and TSC follow the instructions run), measured only.
@@ -1015,6 +1031,7 @@ def s13_vmclock(ctx):
     lines += [f"vmclock only, no RDRAND/RDSEED, {FILL_CLONES} clones, clock from {label}: "
               f"{k} distinct getrandom() and {u} distinct generator outputs"
               for label, k, u in entropy]
+    lines.append(stream_line)
     cycles = vmclock_cycles(ctx)
     lines.append(f"vmclock only, {CYCLES} savevm/loadvm cycles in one VM: the counter moved "
                  f"by one at every loadvm ({cycles[0]} -> {cycles[-1]}), never at savevm, no "
