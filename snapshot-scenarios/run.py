@@ -154,7 +154,10 @@ class Agent:
             time.sleep(0.02)
             m = EVENT.search(self.g.read_console(), start)
         if self.mode == "epoch":
-            self.g.wait_console(rf"# scenario: spinning epoch={m.group(4)}", timeout, m.end())
+            # Any value: with a VM generation counter the kernel may move the page's value
+            # only after the agent printed the event (at its getrandom()), so the agent
+            # watches a later value than the event's new one.
+            self.g.wait_console(r"# scenario: spinning epoch=0x[0-9a-f]+", timeout, m.end())
         return {"n": int(m.group(1)), "final": int(m.group(2)), "old": int(m.group(3), 16),
                 "new": int(m.group(4), 16), "getrandom": m.group(6), "prng": m.group(7),
                 "vm_old": int(m.group(8) or 0), "vm_new": int(m.group(9) or 0),
