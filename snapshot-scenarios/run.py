@@ -287,11 +287,11 @@ def clone_of(ctx, tag, i, src, path, **agent):
         c.kill()
 
 
-def clones(ctx, tag, cpu="max", leak=True, mode="epoch", want_epoch=True):
-    """Boot a source, save it to a file, start CLONES clones from it; return events."""
-    agent = {"cpu": cpu, "leak": leak, "mode": mode}
+def clones(ctx, tag, count=CLONES, want_epoch=True, **agent):
+    """Boot a source, save it to a file, start count clones from it; return N and their
+    events.  agent: Agent's arguments (cpu, leak, mode, devices...) for all of them."""
     src, n, path = saved_source(ctx, tag, 0.3, want_epoch=want_epoch, **agent)
-    events = [clone_event(ctx, tag, i, src, n, path, **agent) for i in range(CLONES)]
+    events = [clone_event(ctx, tag, i, src, n, path, **agent) for i in range(count)]
     os.unlink(path)
     return n, events
 
@@ -809,12 +809,13 @@ VDSO_DUMP = 4096
 VDSO_SMP = 2
 
 
-def vdso_clones(ctx, tag, count, **agent):
-    """count clones of one saved state streaming vDSO getrandom(8): their outputs from N,
-    and whether the guest had the epoch.  The host asks for the outputs right after cont:
-    the agent is then still near N + 1, and they come from its own loop either way."""
+def vdso_clones(ctx, tag, count, mode="vstream", **agent):
+    """count clones of one saved state streaming vDSO getrandom(8) (mode="stream": the
+    syscall's): their outputs from N, and whether the guest had the epoch.  The host asks
+    for the outputs right after cont: the agent is then still near N + 1, and they come
+    from its own loop either way."""
     _, streams, has_epoch = stream_clones(ctx, tag, count, rings=VDSO_RINGS, run=0,
-                                          dump=VDSO_DUMP, mode="vstream", smp=VDSO_SMP,
+                                          dump=VDSO_DUMP, mode=mode, smp=VDSO_SMP,
                                           **agent)
     return streams, has_epoch
 
@@ -966,11 +967,11 @@ def s13_vmclock(ctx):
         tag = f"s13-{short}"
         # The leak queues move the vDSO's generation themselves (scenario 11): 2 clones.
         vdso_count = VMCLOCK_VDSO_CLONES if short == "vmclock" else 2
-        src, n, path = saved_source(ctx, tag, 0.3, want_epoch=True, **agent)
-        evs = [clone_event(ctx, tag, i, src, n, path, **agent) for i in range(CLONES)]
-        os.unlink(path)
-        check(src.g.read_console().count("VM generation counter moves the RNG epoch") == 1,
-              f"{name}: the guest's vmclock driver did not register the counter")
+        n, evs = clones(ctx, tag, **agent)
+        with open(os.path.join(vm.RUNDIR, f"{tag}-src", "console.log")) as f:
+            registered = f.read().count("VM generation counter moves the RNG epoch")
+        check(registered == 1, f"{name}: the guest's vmclock driver did not register the "
+              "counter")
         worst = max(atomic(ev, n, f"{name}, clone {i}") for i, ev in enumerate(evs))
         check(all(ev["vm_new"] == ev["vm_old"] + 1 for ev in evs),
               f"{name}: the VM counter did not move by one in every clone: " +
@@ -980,27 +981,20 @@ def s13_vmclock(ctx):
         quiet = {**agent, "extra_devices": (VMCLOCK_QUIET,)}
         streams, _ = vdso_clones(ctx, f"{tag}-vdso", vdso_count, **quiet)
         vdso = vdso_shared(streams)
-        syscall = None
-        if short == "vmclock":
-            # The syscall's stream too, where nothing else would move the crng.
-            _, streams, _ = stream_clones(ctx, f"{tag}-stream", VMCLOCK_VDSO_CLONES,
-                                          rings=VDSO_RINGS, run=0, dump=VDSO_DUMP,
-                                          smp=VDSO_SMP, **quiet)
-            syscall = vdso_shared(streams)
-            check(syscall["indices"] == 0 and syscall["guarded"] == 0,
-                  f"{name}: getrandom() syscall outputs shared after resume at "
-                  f"{syscall['indices']} indices, guarded {syscall['guarded']}")
-            vms += 1 + VMCLOCK_VDSO_CLONES
         check(vdso["indices"] == 0 and vdso["guarded"] == 0,
               f"{name}: vDSO getrandom() outputs shared after resume at {vdso['indices']} "
               f"indices (longest run {vdso['run']}), guarded {vdso['guarded']}")
         rows.append((name, worst, evs, vdso, vdso_count))
-        if syscall:
-            stream_line = (f"{name}, notification off, {VMCLOCK_VDSO_CLONES} clones streaming "
-                           f"getrandom(8) by syscall: {syscall['indices']} sampled indices "
-                           f"after resume where two agreed, call in flight shared by "
-                           f"{syscall['in_flight']}")
         vms += 2 + CLONES + vdso_count
+    # The syscall's stream with the device alone, where nothing else would move the crng.
+    quiet = {**VMCLOCK_SETUPS[0][2], "extra_devices": (VMCLOCK_QUIET,)}
+    streams, _ = vdso_clones(ctx, "s13-vmclock-stream", VMCLOCK_VDSO_CLONES, mode="stream",
+                             **quiet)
+    syscall = vdso_shared(streams)
+    check(syscall["indices"] == 0 and syscall["guarded"] == 0,
+          f"{VMCLOCK_SETUPS[0][0]}: getrandom() syscall outputs shared after resume at "
+          f"{syscall['indices']} indices, guarded {syscall['guarded']}")
+    vms += 1 + VMCLOCK_VDSO_CLONES
     # What a counter with no entropy behind it gives without RDRAND/RDSEED: scenario 10's
     # method (-icount: the clock and TSC follow the instructions run), measured only.
     entropy = []
@@ -1008,9 +1002,7 @@ def s13_vmclock(ctx):
         agent = {"rng": False, "extra_devices": VMCLOCK, "cpu": "max,-rdrand,-rdseed",
                  "qemu_args": qargs}
         tag = f"s13-nordrand-{'icount' if qargs else 'time'}"
-        src, n, path = saved_source(ctx, tag, 0.3, want_epoch=True, **agent)
-        evs = [clone_event(ctx, tag, i, src, n, path, **agent) for i in range(FILL_CLONES)]
-        os.unlink(path)
+        n, evs = clones(ctx, tag, count=FILL_CLONES, **agent)
         for i, ev in enumerate(evs):
             atomic(ev, n, f"vmclock only, no RDRAND ({label}), clone {i}")
         entropy.append((label, len({e["getrandom"] for e in evs}),
@@ -1034,7 +1026,10 @@ def s13_vmclock(ctx):
     lines += [f"vmclock only, no RDRAND/RDSEED, {FILL_CLONES} clones, clock from {label}: "
               f"{k} distinct getrandom() and {u} distinct generator outputs"
               for label, k, u in entropy]
-    lines.append(stream_line)
+    lines.append(f"{VMCLOCK_SETUPS[0][0]}, notification off, {VMCLOCK_VDSO_CLONES} clones "
+                 f"streaming getrandom(8) by syscall: {syscall['indices']} sampled indices "
+                 f"after resume where two agreed, call in flight shared by "
+                 f"{syscall['in_flight']}")
     cycles = vmclock_cycles(ctx)
     lines.append(f"vmclock only, {CYCLES} savevm/loadvm cycles in one VM: the counter moved "
                  f"by one at every loadvm ({cycles[0]} -> {cycles[-1]}), never at savevm, no "
