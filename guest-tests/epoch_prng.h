@@ -47,7 +47,7 @@ static inline const volatile uint64_t *epoch_vm_counter(const volatile uint32_t 
 
 /*
  * Map the epoch of RNDEPOCH's descriptor: one page, or two where the kernel maps the VM
- * generation counter after it.  NULL with errno on failure; unmap with epoch_unmap().
+ * generation counter after it.  NULL with errno on failure.
  */
 static inline const volatile uint32_t *epoch_map(int efd)
 {
@@ -61,13 +61,6 @@ static inline const volatile uint32_t *epoch_map(int efd)
 	munmap(p, pg);
 	p = mmap(NULL, 2 * pg, PROT_READ, MAP_SHARED, efd, 0);
 	return p == MAP_FAILED ? NULL : p;
-}
-
-static inline void epoch_unmap(const volatile uint32_t *epoch)
-{
-	long pg = sysconf(_SC_PAGESIZE);
-
-	munmap((void *)epoch, epoch[1] ? 2 * pg : pg);
 }
 
 struct epoch_prng {

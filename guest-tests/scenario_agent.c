@@ -61,7 +61,6 @@
 #endif
 
 static const volatile uint32_t *epoch;
-static const volatile uint64_t *vm_counter;	/* the epoch's VM generation counter, or 0 */
 
 static void print_event(struct epoch_prng *prng, uint64_t final, uint32_t old, uint32_t now,
 			uint64_t vm_old, uint64_t vm_now)
@@ -87,6 +86,7 @@ static void run_epoch(struct epoch_prng *prng)
 {
 	for (;;) {
 		uint32_t e0 = *epoch, now;
+		const volatile uint64_t *vm_counter;
 		uint64_t final, v0, vnow;
 
 		/* The value moves when a VM counter comes or goes: look where it is now. */
