@@ -76,7 +76,11 @@ READY = r"^# scenario: ready page_gpa=(0x[0-9a-f]+) mode=(\w+) epoch=(\w+)"
 # line to the end of the previous one in the console log.
 EVENT = re.compile(r"# scenario: event n=(\d+) final_spins=(\d+) old_epoch=(0x[0-9a-f]+) "
                    r"new_epoch=(0x[0-9a-f]+) reseeds=(\d+) getrandom=([0-9a-f]{64}) "
-                   r"prng=([0-9a-f]{64})(?: vm_counter=(\d+)->(\d+))?")
+                   r"prng=([0-9a-f]{64}) vm_counter=(\d+)->(\d+)"
+                   # A whole line only: the console is read while the UART still sends it
+                   # (a cut "vm_counter=49->5" must not read as 5).  A kernel message can
+                   # start right after it, before the agent's newline.
+                   r"(?=\r?\n|\[ *\d+\.\d+\])")
 KERNEL_LINE = re.compile(r"\[ *\d+\.\d+\] [^\n]*\n")     # a printk line on the console
 PAGE = struct.Struct("<QQIIQ")          # struct agent_page
 AGENT_MAGIC = 0x72657365656421
@@ -160,7 +164,7 @@ class Agent:
             self.g.wait_console(r"# scenario: spinning epoch=0x[0-9a-f]+", timeout, m.end())
         return {"n": int(m.group(1)), "final": int(m.group(2)), "old": int(m.group(3), 16),
                 "new": int(m.group(4), 16), "getrandom": m.group(6), "prng": m.group(7),
-                "vm_old": int(m.group(8) or 0), "vm_new": int(m.group(9) or 0),
+                "vm_old": int(m.group(8)), "vm_new": int(m.group(9)),
                 "end": m.end()}
 
     def wait_migrated(self, timeout=60):
