@@ -84,7 +84,7 @@ STAGE := scripts/stage.sh
 DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 
 .DEFAULT_GOAL := all
-.PHONY: all help deps sources build-each-patch qemu kernel guest certs check check-row demo bench \
+.PHONY: all help deps sources build-each-patch qemu kernel guest certs check check-row demo bench libvirt \
 	check-asan check-asan-row fuzz fuzz-build fuzz-coverage \
 	guest-test scenarios export-patches clean distclean FORCE
 
@@ -241,6 +241,11 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 	-@$(STAGE) check-migrate-unpatched[$(R)] scripts/check-migrate-unpatched.py \
 		$(RESULTS)/migrate-unpatched.tap
 	-@$(STAGE) check-scenarios[$(R)] snapshot-scenarios/run.py --tap $(RESULTS)/scenario.tap
+	-@$(if $(filter $(R),$(DEFAULT_ROW)),$(STAGE) check-libvirt[$(R)] \
+		snapshot-scenarios/libvirt_scenarios.py --tap $(RESULTS)/libvirt.tap \
+		--json $(RESULTS)/libvirt.json,printf '1..1\nok 1 - libvirt scenarios # SKIP %s\n' \
+		"newest row only in make check (the cold budget): make libvirt ROW=$(R)" \
+		>$(RESULTS)/libvirt.tap)
 	-@$(STAGE) check-conformance[$(R)] scripts/tap-step.sh $(RESULTS)/zz-conformance.tap \
 		"conformance: every normative statement has a passing test ($(RESULTS)/conformance.md)" \
 		scripts/conformance.py docs/spec/statements.tsv $(RESULTS) $(RESULTS)/conformance.md
@@ -283,6 +288,10 @@ fuzz-coverage: $(SNP_CERTS) ## line coverage of our devices by the fuzz corpus (
 
 scenarios: qemu guest $(UPSTREAM_VMLINUZ) ## run the snapshot scenarios: make scenarios [KERNEL=img] [ONLY=3,6]
 	snapshot-scenarios/run.py $(if $(KERNEL),--kernel $(KERNEL)) $(if $(ONLY),--only $(ONLY))
+
+libvirt: qemu guest ## the scenarios through a private libvirtd: make libvirt [CLONES=32] [ONLY=clones]
+	snapshot-scenarios/libvirt_scenarios.py $(if $(CLONES),--clones $(CLONES)) \
+		$(if $(ONLY),--only $(ONLY)) $(if $(KERNEL),--kernel $(KERNEL))
 
 guest-test: qemu guest $(SNP_CERTS) ## boot the guest and run one test: make guest-test T=smoke
 	@test -n "$(T)" || { echo "usage: make guest-test T=NAME [ROW=...] (one of: $(GUEST_TESTS) $(ATTEST_TESTS))"; exit 2; }
