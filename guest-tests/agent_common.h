@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/sysinfo.h>
 #include <termios.h>
 #include <unistd.h>
@@ -175,6 +176,104 @@ static void stream_dump(const char *line)
 			putchar('\n');
 	}
 	printf("# scenario: dump end\n");
+}
+
+/*
+ * What the guest really has in play for each mechanism, from sysfs and /dev/vmclock0:
+ * a device QEMU offers is not a mechanism until a driver binds it (a distribution kernel
+ * builds these drivers as modules) and, for the leak queues, the feature is negotiated.
+ * One line for the host (snapshot-scenarios/run.py, scripts/audit.py label their figures
+ * by it):
+ *   # scenario: in-play virtio_rng=bound|unbound|absent leak=yes|no
+ *     vmgenid=bound|unbound|absent vmclock=counter|no-counter|unbound|absent
+ */
+#define VMCLOCK_MAGIC				0x4b4c4356	/* "VCLK" */
+#define VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT	(1 << 8)
+#define VMCLOCK_FLAG_NOTIFICATION_PRESENT	(1 << 9)
+#define VMCLOCK_OFF_SEQ_COUNT			0x0c
+#define VMCLOCK_OFF_DISRUPTION_MARKER		0x10
+#define VMCLOCK_OFF_FLAGS			0x18
+#define VMCLOCK_OFF_VM_GENERATION_COUNTER	0x68
+
+/* Whether a driver directory in sysfs lists a bound device (a symlink to it). */
+static int driver_has_device(const char *dir)
+{
+	struct dirent *d;
+	int found = 0;
+	DIR *dp = opendir(dir);
+
+	if (!dp)
+		return -1;
+	while (!found && (d = readdir(dp)))
+		found = d->d_type == DT_LNK && strcmp(d->d_name, "module");
+	closedir(dp);
+	return found;
+}
+
+/* A sysfs file's first line, or "" */
+static void read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	buf[0] = '\0';
+	if (f) {
+		if (!fgets(buf, (int)len, f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+}
+
+static void print_in_play(void)
+{
+	const char *rng = "absent", *leak = "no", *genid = "absent", *clock = "absent";
+	char path[300], buf[128];
+	struct dirent *d;
+	DIR *dp;
+	int fd;
+
+	dp = opendir("/sys/bus/virtio/devices");
+	while (dp && (d = readdir(dp))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/bus/virtio/devices/%s/device", d->d_name);
+		read_line(path, buf, sizeof(buf));
+		if (strtoul(buf, NULL, 16) != 4)	/* VIRTIO_ID_RNG */
+			continue;
+		snprintf(path, sizeof(path), "/sys/bus/virtio/devices/%s/driver", d->d_name);
+		rng = access(path, F_OK) ? "unbound" : "bound";
+		snprintf(path, sizeof(path), "/sys/bus/virtio/devices/%s/features", d->d_name);
+		read_line(path, buf, sizeof(buf));
+		/* bit 0, VIRTIO_RNG_F_LEAK: what the driver accepted of what was offered */
+		if (!strcmp(rng, "bound") && buf[0] == '1')
+			leak = "yes";
+	}
+	if (dp)
+		closedir(dp);
+	/* The vmgenid device is ACPI "QEMUVGID"; its driver an ACPI or platform driver. */
+	if (driver_has_device("/sys/bus/acpi/drivers/vmgenid") > 0 ||
+	    driver_has_device("/sys/bus/platform/drivers/vmgenid") > 0)
+		genid = "bound";
+	else if (!access("/sys/bus/acpi/devices/QEMUVGID:00", F_OK))
+		genid = "unbound";
+	fd = open("/dev/vmclock0", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		void *p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+
+		clock = "no-counter";
+		if (p != MAP_FAILED) {
+			if (*(volatile uint32_t *)p == VMCLOCK_MAGIC &&
+			    *(volatile uint64_t *)((char *)p + VMCLOCK_OFF_FLAGS) &
+			    VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT)
+				clock = "counter";
+			munmap(p, 4096);
+		}
+		close(fd);
+	} else if (!access("/sys/bus/acpi/devices/AMZNC10C:00", F_OK) ||
+		   !access("/sys/bus/acpi/devices/VMCLOCK:00", F_OK)) {
+		clock = "unbound";
+	}
+	printf("# scenario: in-play virtio_rng=%s leak=%s vmgenid=%s vmclock=%s\n",
+	       rng, leak, genid, clock);
 }
 
 #endif /* AGENT_COMMON_H */

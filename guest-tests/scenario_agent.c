@@ -257,6 +257,7 @@ int main(void)
 
 	printf("# scenario: ready page_gpa=0x%" PRIx64 " mode=%s epoch=%s\n",
 	       guest_physical(page), mode, epoch ? "present" : "absent");
+	print_in_play();
 	fflush(stdout);
 
 	command = open_command();

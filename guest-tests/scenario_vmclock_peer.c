@@ -54,14 +54,7 @@
 #include "epoch_prng.h"
 #include "vdso_getrandom.h"
 
-#define VMCLOCK_MAGIC				0x4b4c4356	/* "VCLK" */
-#define VMCLOCK_FLAG_VM_GEN_COUNTER_PRESENT	(1 << 8)
-#define VMCLOCK_FLAG_NOTIFICATION_PRESENT	(1 << 9)
-#define VMCLOCK_OFF_SEQ_COUNT			0x0c
-#define VMCLOCK_OFF_DISRUPTION_MARKER		0x10
-#define VMCLOCK_OFF_FLAGS			0x18
-#define VMCLOCK_OFF_VM_GENERATION_COUNTER	0x68
-
+/* The VMClock page layout (include/uapi/linux/vmclock-abi.h): agent_common.h */
 static const volatile uint8_t *clk;	/* the VMClock page */
 static const volatile uint32_t *gen;	/* low half of vm_generation_counter */
 static struct vdso_getrandom vdso;
@@ -224,6 +217,7 @@ int main(void)
 		die("seed");
 	printf("# scenario: ready page_gpa=0x%" PRIx64 " mode=%s epoch=%s\n",
 	       guest_physical(page), mode, counter ? "present" : "absent");
+	print_in_play();
 	if (counter)
 		printf("# scenario: vmclock flags=0x%" PRIx64 " seq_count=%" PRIu64
 		       " disruption_marker=%" PRIu64 " vm_generation_counter=%" PRIu64 "\n",
