@@ -77,55 +77,11 @@ vmlinuz=$(ls "$work"/root/usr/lib/modules/*/vmlinuz* "$work"/root/boot/vmlinuz-*
 moddir=$(ls -d "$work"/root/usr/lib/modules/*/ "$work"/root/lib/modules/*/ 2>/dev/null | head -1 || true)
 [ -n "$moddir" ] || { echo "fetch-kernel-7: $modules has no lib/modules/VERSION" >&2; exit 1; }
 
-# A module's path under moddir (compressed or not), by name; '-' and '_' are one.
-module_path() {
-	find "$moddir" -name '*.ko*' | grep -E "/$(sed 's/[-_]/[-_]/g' <<<"$1")\.ko(\.[a-z]+)?\$" | head -1 || true
-}
-# What it depends on: its modules.dep line when the package has one (Debian makes it
-# at install time), else the depends= of its .modinfo (in the decompressed KO), which is
-# what depmod reads too.
-module_depends() {
-	local path=$1 ko=$2 rel
-	if [ -f "$moddir/modules.dep" ]; then
-		rel=${path#"$moddir"}
-		sed -n "s|^$rel: *||p" "$moddir/modules.dep" | xargs -rn1 basename |
-			sed -E 's/\.ko(\.[a-z]+)?$//'
-	else
-		objcopy -O binary --only-section=.modinfo "$ko" "$ko.modinfo"
-		tr '\0' '\n' <"$ko.modinfo" | sed -n 's/^depends=//p' | tr ',' '\n' | sed '/^$/d'
-		rm -f "$ko.modinfo"
-	fi
-}
-decompress() {
-	case "$1" in
-	*.xz) xz -dc "$1" ;;
-	*.zst) zstd -qdc "$1" ;;
-	*.gz) gzip -dc "$1" ;;
-	*) cat "$1" ;;
-	esac
-}
-
-rm -rf "$out/modules.new" && mkdir -p "$out/modules.new"
-order=()
-add_module() {
-	local name=$1 path dep m
-	for m in "${order[@]}"; do [ "$m" = "$name" ] && return; done
-	path=$(module_path "$name")
-	[ -n "$path" ] || {
-		# Not a module: built in, nothing to load.
-		grep -qE "/$name\.ko" "$moddir/modules.builtin" 2>/dev/null && return
-		echo "fetch-kernel-7: $modules has no module $name" >&2
-		exit 1
-	}
-	decompress "$path" >"$out/modules.new/$name.ko"
-	for dep in $(module_depends "$path" "$out/modules.new/$name.ko"); do add_module "$dep"; done
-	order+=("$name")
-}
-for m in $want_modules; do add_module "$m"; done
-printf '%s.ko\n' "${order[@]}" >"$out/modules.new/order"
+rm -rf "$out/modules.new"
+order=$("$(dirname "$0")/kmod-pick.sh" "$moddir" "$out/modules.new" $want_modules)
 
 rm -rf "$out/modules" && mv "$out/modules.new" "$out/modules"
 cp "$vmlinuz" "$out/vmlinuz.tmp" && mv "$out/vmlinuz.tmp" "$out/vmlinuz"
 echo "$pkg" >"$out/vmlinuz.package"
 rm -rf "$work"
-echo "fetch-kernel-7: $pkg: $out/vmlinuz, modules (in order): ${order[*]}"
+echo "fetch-kernel-7: $pkg: $out/vmlinuz, modules (in order): $order"
