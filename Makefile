@@ -84,12 +84,14 @@ STAGE := scripts/stage.sh
 DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 
 .DEFAULT_GOAL := all
-.PHONY: all help deps sources build-each-patch qemu kernel guest certs check check-row demo bench libvirt \
+.PHONY: all help deps sources build-each-patch qemu kernel guest certs check check-row demo bench libvirt audit \
 	check-asan check-asan-row fuzz fuzz-build fuzz-coverage \
 	guest-test scenarios export-patches clean distclean FORCE
 
-all: qemu kernel guest $(SNP_CERTS) ## build the row (default: the newest) and run the demo
+all: qemu kernel guest $(SNP_CERTS) ## build the row (default: the newest), run the demo and the audit of our kernel
 	@$(STAGE) demo[$(R)] scripts/demo.sh
+	@$(STAGE) audit[$(R)] scripts/audit.py --kernel $(abspath $(BZIMAGE)) --out $(BUILD)/report
+	@echo "make: the clone-safety report of our $(R) kernel: $(abspath $(BUILD))/report/index.html"
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -246,6 +248,12 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 		--json $(RESULTS)/libvirt.json,printf '1..1\nok 1 - libvirt scenarios # SKIP %s\n' \
 		"newest row only in make check (the cold budget): make libvirt ROW=$(R)" \
 		>$(RESULTS)/libvirt.tap)
+	-@$(if $(filter $(R),$(DEFAULT_ROW)),$(STAGE) check-report[$(R)] scripts/check-report.py \
+		--tap $(RESULTS)/report.tap --clones 2 $(RESULTS)/report \
+		$(abspath $(BZIMAGE))=safe $(UPSTREAM_VMLINUZ)='!safe',printf \
+		'1..1\nok 1 - the audit and its report # SKIP %s\n' \
+		"newest row only in make check (the cold budget): make audit ROW=$(R) KERNEL=..." \
+		>$(RESULTS)/report.tap)
 	-@$(STAGE) check-conformance[$(R)] scripts/tap-step.sh $(RESULTS)/zz-conformance.tap \
 		"conformance: every normative statement has a passing test ($(RESULTS)/conformance.md)" \
 		scripts/conformance.py docs/spec/statements.tsv $(RESULTS) $(RESULTS)/conformance.md
@@ -288,6 +296,12 @@ fuzz-coverage: $(SNP_CERTS) ## line coverage of our devices by the fuzz corpus (
 
 scenarios: qemu guest $(UPSTREAM_VMLINUZ) ## run the snapshot scenarios: make scenarios [KERNEL=img] [ONLY=3,6]
 	snapshot-scenarios/run.py $(if $(KERNEL),--kernel $(KERNEL)) $(if $(ONLY),--only $(ONLY))
+
+audit: qemu guest ## is a guest kernel clone-safe? make audit KERNEL=/boot/vmlinuz-V [MODULES=/lib/modules/V] [CLONES=4]
+	@test -n "$(KERNEL)" || { echo "usage: make audit KERNEL=BZIMAGE [MODULES=DIR] [CLONES=N]" \
+		"[ROW=...]: measures the kernel's clone safety, writes $(BUILD)/report/index.html"; exit 2; }
+	scripts/audit.py --kernel $(KERNEL) $(if $(MODULES),--modules $(MODULES)) \
+		$(if $(CLONES),--clones $(CLONES)) --out $(BUILD)/report
 
 libvirt: qemu guest ## the scenarios through a private libvirtd: make libvirt [CLONES=32] [ONLY=clones]
 	snapshot-scenarios/libvirt_scenarios.py $(if $(CLONES),--clones $(CLONES)) \
