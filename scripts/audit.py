@@ -88,39 +88,6 @@ def build_initramfs(out, row, modules):
     return initrd, picked, absent
 
 
-IN_PLAY = re.compile(r"# scenario: in-play virtio_rng=(\S+) leak=(\S+) vmgenid=(\S+) "
-                     r"vmclock=(\S+)")
-
-
-def in_play(console):
-    m = IN_PLAY.search(console)
-    if not m:
-        return None
-    return dict(zip(("virtio_rng", "leak", "vmgenid", "vmclock"), m.groups()))
-
-
-def mechanism_label(key, play):
-    """What was really in play when QEMU offered the mechanism key."""
-    if play is None:
-        return False, "the agent did not report (kernel without the in-play line?)"
-    if key == "none":
-        return True, "no device"
-    if key == "vmgenid":
-        ok = play["vmgenid"] == "bound"
-        return ok, ("vmgenid driver bound" if ok else
-                    f"device offered, vmgenid driver {play['vmgenid']}: the device alone")
-    if key == "vmclock":
-        ok = play["vmclock"] == "counter"
-        return ok, ("ptp_vmclock bound, vm_generation_counter mapped" if ok else
-                    f"device offered, ptp_vmclock: {play['vmclock']}: the device alone")
-    ok = play["virtio_rng"] == "bound" and play["leak"] == "yes"
-    if ok:
-        return True, "virtio_rng bound, VIRTIO_RNG_F_LEAK negotiated"
-    if play["virtio_rng"] == "bound":
-        return False, "virtio_rng bound without the leak feature: a plain hwrng"
-    return False, f"device offered, virtio_rng {play['virtio_rng']}: the device alone"
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     p.add_argument("--kernel", required=True, help="the guest kernel (bzImage) to audit")
@@ -181,10 +148,8 @@ def main():
             except run.NotApplicable as e:
                 entry[what] = {"not_applicable": str(e)}
             if mode == "stream":
-                src = os.path.join(vm.RUNDIR, f"audit-{key}-{mode}-src", "console.log")
-                with open(src, encoding="latin-1") as fh:
-                    play = in_play(fh.read())
-                entry["in_play"], entry["label"] = mechanism_label(key, play)
+                play = run.in_play(f"audit-{key}-{mode}")
+                entry["in_play"], entry["label"] = run.mechanism_label(key, play)
                 entry["guest_report"] = play
                 entry["epoch"] = has_epoch
         results.append(entry)

@@ -422,6 +422,47 @@ def stream_clones(ctx, tag, count, rings=("raw",), run=1.0, dump=4096, **agent):
     return n, streams, src.has_epoch
 
 
+IN_PLAY = re.compile(r"# scenario: in-play virtio_rng=(\S+) leak=(\S+) vmgenid=(\S+) "
+                     r"vmclock=(\S+)")
+
+
+def in_play(tag):
+    """What the source guest of a saved_source(tag) reported in play (agent_common.h's
+    print_in_play()): the clones are copies of it."""
+    try:
+        with open(os.path.join(vm.RUNDIR, f"{tag}-src", "console.log"),
+                  encoding="latin-1") as f:
+            m = IN_PLAY.search(f.read())
+    except OSError:
+        return None
+    if not m:
+        return None
+    return dict(zip(("virtio_rng", "leak", "vmgenid", "vmclock"), m.groups()))
+
+
+def mechanism_label(key, play):
+    """Whether the mechanism key (none, vmgenid, vmclock, leak) was really in play when
+    QEMU offered it, and in words what the guest had: a device alone is no mechanism."""
+    if play is None:
+        return False, "the agent did not report (kernel without the in-play line?)"
+    if key == "none":
+        return True, "no device"
+    if key == "vmgenid":
+        ok = play["vmgenid"] == "bound"
+        return ok, ("vmgenid driver bound" if ok else
+                    f"device offered, vmgenid driver {play['vmgenid']}: the device alone")
+    if key == "vmclock":
+        ok = play["vmclock"] == "counter"
+        return ok, ("ptp_vmclock bound, vm_generation_counter mapped" if ok else
+                    f"device offered, ptp_vmclock: {play['vmclock']}: the device alone")
+    ok = play["virtio_rng"] == "bound" and play["leak"] == "yes"
+    if ok:
+        return True, "virtio_rng bound, VIRTIO_RNG_F_LEAK negotiated"
+    if play["virtio_rng"] == "bound":
+        return False, "virtio_rng bound without the leak feature: a plain hwrng"
+    return False, f"device offered, virtio_rng {play['virtio_rng']}: the device alone"
+
+
 def common_prefix(a, b):
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
@@ -441,18 +482,26 @@ def s7_peer(ctx):
     none, none_rep = pairs("s7-none", leak=False)
     peer, peer_rep = pairs("s7-vmgenid", leak=False, extra_devices=VMGENID)
     ours, _ = pairs("s7-leak", leak=True)
+    # Labelled by what the guest had in play, not by what QEMU offered: with an operator's
+    # kernel (--kernel) the driver may not be there, and the column measures a device alone.
+    peer_play, peer_label = mechanism_label("vmgenid", in_play("s7-vmgenid"))
+    ours_play, ours_label = mechanism_label("leak", in_play("s7-leak"))
     fmt = lambda v: "/".join(str(x) for x in v)  # noqa: E731
     if ctx.has_epoch:
+        check(ours_play, f"our kernel, and the leak queues not in play: {ours_label}")
         check(max(ours) == 0, f"with the leak feature two clones still shared {max(ours)} "
               "getrandom() outputs after resume")
         us = "(reseed before the first output after resume)"
     else:
         us = "(this kernel has no RNG epoch: the device's leak requests go unused)"
-    return 6 * PEER_PAIRS, f"shared outputs: vmgenid {fmt(peer)}, leak queues {fmt(ours)}", [
+    tag = lambda play: "" if play else " (not in play)"  # noqa: E731
+    return 6 * PEER_PAIRS, (f"shared outputs: vmgenid{tag(peer_play)} {fmt(peer)}, leak "
+                            f"queues{tag(ours_play)} {fmt(ours)}"), [
         f"getrandom(8) outputs two clones shared after resume ({PEER_PAIRS} pairs each):",
         f"  no protection     {fmt(none)}",
-        f"  vmgenid (peer)    {fmt(peer)}   (reseed from an ACPI notification, after vCPUs run)",
-        f"  leak queues (us)  {fmt(ours)}   {us}",
+        f"  vmgenid (peer)    {fmt(peer)}   (reseed from an ACPI notification, after vCPUs run)"
+        f"; in play: {peer_label}",
+        f"  leak queues (us)  {fmt(ours)}   {us}; in play: {ours_label}",
         f"unguarded user-space generator repeated across clones: no protection "
         f"{'yes' if none_rep else 'no'}, vmgenid {'yes' if peer_rep else 'no'} "
         "(vmgenid gives user space no signal)"]
