@@ -338,12 +338,18 @@ class Guest:
             m = rx.search(self.read_console(), start)
             if m:
                 return m
-            if self.proc.poll() is not None:
-                raise Timeout(f"{self.name}: QEMU exited (status {self.proc.returncode}) "
-                              f"before the console showed /{pattern}/")
+            gone = self.gone()
+            if gone:
+                raise Timeout(f"{self.name}: {gone} before the console showed /{pattern}/")
             if time.monotonic() > deadline:
                 raise Timeout(f"{self.name}: console did not show /{pattern}/ in {timeout}s")
             time.sleep(0.02)
+
+    def gone(self):
+        """Why the guest can print nothing more (QEMU exited), or None."""
+        if self.proc.poll() is not None:
+            return f"QEMU exited (status {self.proc.returncode})"
+        return None
 
     def console_tail(self, n=40):
         return "\n".join(self.read_console().splitlines()[-n:])

@@ -35,6 +35,7 @@ the save file whose header (libvirt's domain XML) names it: clone_save().
 
 import argparse
 import concurrent.futures
+import contextlib
 import json
 import os
 import re
@@ -43,14 +44,13 @@ import signal
 import struct
 import subprocess
 import sys
-import threading
 import time
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import run  # noqa: E402
-from run import Failed, NotApplicable, check, vm  # noqa: E402
+from run import NotApplicable, check, vm  # noqa: E402
 
 try:
     import libvirt
@@ -160,11 +160,13 @@ def domain_xml(name, ddir, kernel, append, leak=True, genid=False, disk=None, ac
 """
 
 
-class VirtGuest:
-    """A libvirt domain seen through vmharness.Guest's methods: QMP and HMP through
-    libvirt's monitor pass-through, guest memory by pmemsave, the console file, ttyS1."""
+class VirtGuest(vm.Guest):
+    """A libvirt domain seen as a vmharness.Guest: what concerns the process (start,
+    alive, kill, QMP, QEMU's output) goes through libvirt, QMP by its monitor
+    pass-through; the console file, ttyS1, HMP, pmemsave and failure reports are
+    Guest's own."""
 
-    def __init__(self, daemon, name):
+    def __init__(self, daemon, name):       # no QEMU command line: libvirt makes it
         self.daemon = daemon
         self.name = name
         self.dir = os.path.join(RUNDIR, name)
@@ -221,44 +223,8 @@ class VirtGuest:
             raise RuntimeError(f"{self.name}: QMP {cmd} {args}: {resp['error']}")
         return resp["return"]
 
-    def hmp(self, line):
-        out = self.hmp_output(line)
-        if out.strip():
-            raise RuntimeError(f"{self.name}: HMP '{line}': {out.strip()}")
-
-    def hmp_output(self, line):
-        return self.qmp("human-monitor-command", **{"command-line": line})
-
-    def status(self):
-        return self.qmp("query-status")["status"]
-
-    def read_phys(self, addr, size):
-        path = os.path.join(self.dir, "pmem.bin")
-        self.qmp("pmemsave", val=addr, size=size, filename=path)
-        with open(path, "rb") as f:
-            data = f.read()
-        os.unlink(path)
-        return data
-
-    send_command = vm.Guest.send_command
-    console_size = vm.Guest.console_size
-    read_console = vm.Guest.read_console
-    console_tail = vm.Guest.console_tail
-    report_failure = vm.Guest.report_failure
-
-    def wait_console(self, pattern, timeout, start=0):
-        rx = re.compile(pattern, re.M)
-        deadline = time.monotonic() + timeout
-        while True:
-            m = rx.search(self.read_console(), start)
-            if m:
-                return m
-            if not self.alive():
-                raise vm.Timeout(f"{self.name}: the domain ended before the console showed "
-                                 f"/{pattern}/")
-            if time.monotonic() > deadline:
-                raise vm.Timeout(f"{self.name}: console did not show /{pattern}/ in {timeout}s")
-            time.sleep(0.02)
+    def gone(self):
+        return None if self.alive() else "the domain ended"
 
 
 class VirtAgent(run.Agent):
@@ -352,11 +318,26 @@ class Ctx:
 
 # -- the scenarios: each returns (VMs, figure, detail lines)
 
-def persistent_agent(ctx, name):
-    a = VirtAgent(ctx.daemon, name, ctx.kernel, disk=True).boot()
-    run.require_epoch(a)
-    a.wait_spinning()
-    return a
+@contextlib.contextmanager
+def persistent_agent(ctx, name, what):
+    """A persistent domain running the agent, spinning on the epoch; on an error its QMP
+    exchange, QEMU's output and console are printed; at the end no splat, and it is
+    destroyed and undefined either way."""
+    a = VirtAgent(ctx.daemon, name, ctx.kernel, disk=True)
+    try:
+        a.boot()
+        run.require_epoch(a)
+        a.wait_spinning()
+        yield a
+        splat = vm.splats(a.g.read_console())
+        check(not splat, "kernel splat:\n" + (splat[0] if splat else ""))
+    except NotApplicable:
+        raise
+    except Exception:
+        a.g.report_failure(what)
+        raise
+    finally:
+        a.g.kill()
 
 
 def resume_and_check(a, n, who):
@@ -369,8 +350,7 @@ def resume_and_check(a, n, who):
 def l_snapshot(ctx):
     """virsh snapshot-create-as on a paused VM, resume; then snapshot-revert (a new QEMU
     started by libvirt with -loadvm), resume."""
-    a = persistent_agent(ctx, "lv-snap")
-    try:
+    with persistent_agent(ctx, "lv-snap", "snapshot") as a:
         a.g.dom.suspend()
         n = a.page()["spins"]
         t0 = time.monotonic()
@@ -391,13 +371,6 @@ def l_snapshot(ctx):
         # differ is what each drew after its move.
         check(ev2["getrandom"] != ev1["getrandom"] and ev2["prng"] != ev1["prng"],
               "the reverted VM repeats the original's getrandom() or generator output")
-        splat = vm.splats(a.g.read_console())
-        check(not splat, "kernel splat:\n" + (splat[0] if splat else ""))
-    except Exception:
-        a.g.report_failure("snapshot")
-        raise
-    finally:
-        a.g.kill()
     return 1, f"final-N {d1} / {d2} (N={n})", [
         f"snapshot-create-as {t_snap:.2f} s: epoch {ev1['old']:#010x} -> {ev1['new']:#010x}, "
         f"final-N {d1}",
@@ -407,8 +380,7 @@ def l_snapshot(ctx):
 
 def l_managedsave(ctx):
     """virsh managedsave of a paused VM, then virsh start: libvirt restores the image."""
-    a = persistent_agent(ctx, "lv-msave")
-    try:
+    with persistent_agent(ctx, "lv-msave", "managedsave") as a:
         a.g.dom.suspend()
         n = a.page()["spins"]
         t0 = time.monotonic()
@@ -422,13 +394,6 @@ def l_managedsave(ctx):
         check(not a.g.dom.hasManagedSaveImage(), "start kept the managed save image")
         check(a.page()["spins"] == n, "start did not restore the saved spins")
         d, ev = resume_and_check(a, n, "after managedsave + start")
-        splat = vm.splats(a.g.read_console())
-        check(not splat, "kernel splat:\n" + (splat[0] if splat else ""))
-    except Exception:
-        a.g.report_failure("managedsave")
-        raise
-    finally:
-        a.g.kill()
     return 1, f"final-N {d} (N={n})", [
         f"managedsave {t_save:.2f} s, start {t_start:.2f} s: epoch {ev['old']:#010x} -> "
         f"{ev['new']:#010x}, final-N {d}"]
@@ -561,53 +526,25 @@ def main():
     todo = [s for s in SCENARIOS if not a.only or s[0] in a.only.split(",")]
     titles = [t.replace("32", str(a.clones)) for _, t, _ in todo]
     print(f"1..{len(todo)}", flush=True)
-    if libvirt is None:
-        for i, t in enumerate(titles, 1):
-            print(f"not ok {i} - libvirt:{t}: python3-libvirt is missing (make deps)")
-        return 1
     os.makedirs(RUNDIR, exist_ok=True)
     daemon = Daemon()
-    tap, rows, failed = [], [], 0
     ctx = Ctx(daemon, os.path.abspath(a.kernel), a.clones)
+    refused = None
     try:
-        try:
-            daemon.start()
-            print(f"# libvirt {daemon.version()} (private libvirtd, {daemon.uri}); "
-                  f"QEMU {vm.QEMU}; {vm.accel_line()}", flush=True)
-            started = None
-        except Exception as e:  # noqa: BLE001 - every scenario fails with it
-            started = f"{type(e).__name__}: {e}"
-        for i, ((name, _, fn), title) in enumerate(zip(todo, titles), 1):
-            t0 = time.monotonic()
+        if libvirt is None:
+            refused = "python3-libvirt is missing (make deps installs it)"
+        else:
             try:
-                if started:
-                    raise Failed(started)
-                vms, figure, details = fn(ctx)
-                result, line = "pass", f"ok {i} - libvirt:{name} {title}"
-            except NotApplicable as e:
-                vms, figure, details = 0, "-", []
-                result = "n/a"
-                line = f"ok {i} - libvirt:{name} {title} # SKIP not applicable: {e}"
-            except Exception as e:  # noqa: BLE001 - any error is this scenario's failure
-                vms, figure, details = 0, "-", f"{type(e).__name__}: {e}".splitlines()
-                result, line = "FAIL", f"not ok {i} - libvirt:{name} {title}"
-                failed += 1
-            secs = time.monotonic() - t0
-            for d in details:
-                print(f"#   {d}")
-            print(line, flush=True)
-            tap.append(line)
-            rows.append((name, vms, result, figure, secs))
+                daemon.start()
+                print(f"# libvirt {daemon.version()} (private libvirtd, {daemon.uri}); "
+                      f"QEMU {vm.QEMU}; {vm.accel_line()}", flush=True)
+            except Exception as e:  # noqa: BLE001 - every scenario fails with it
+                refused = f"{type(e).__name__}: {e}"
+        failed = run.run_scenarios([(name, title, fn) for (name, _, fn), title
+                                    in zip(todo, titles)], ctx, "libvirt", a.tap, refused)
     finally:
-        daemon.close()
-    print("#")
-    print(f"# {'scenario':<12} {'VMs':>3}  {'result':<6} {'figure':<48} time")
-    for name, vms, result, figure, secs in rows:
-        print(f"# {name:<12} {vms:>3}  {result:<6} {figure:<48} {secs:5.1f}s")
-    print(f"# total {sum(r[4] for r in rows):.1f}s")
-    if a.tap:
-        with open(a.tap, "w") as f:
-            f.write(f"TAP version 13\n1..{len(tap)}\n" + "\n".join(tap) + "\n")
+        if libvirt is not None:
+            daemon.close()
     if a.json:
         with open(a.json, "w") as f:
             json.dump(ctx.figures, f, indent=1)

@@ -1284,6 +1284,44 @@ def demo(ctx):
     return 0 if ok else 1
 
 
+def run_scenarios(todo, ctx, kind, tap_path=None, refused=None):
+    """Run each (id, title, fn) of todo with ctx: print its detail lines and TAP line
+    ('ok N - KIND:ID TITLE'), then the table of all (VMs, result, figure, time), and
+    write TAP to tap_path.  refused: a reason every scenario fails with, unrun (the
+    engine they need did not start).  Returns how many failed."""
+    rows, tap, failed = [], [], 0
+    for i, (num, title, fn) in enumerate(todo, 1):
+        t0 = time.monotonic()
+        try:
+            if refused:
+                raise Failed(refused)
+            vms, figure, details = fn(ctx)
+            result, line = "pass", f"ok {i} - {kind}:{num} {title}"
+        except NotApplicable as e:
+            vms, figure, details = 0, "-", []
+            result, line = "n/a", f"ok {i} - {kind}:{num} {title} # SKIP not applicable: {e}"
+        except Exception as e:  # noqa: BLE001 - any error is this scenario's failure
+            vms, figure, details = 0, "-", f"{type(e).__name__}: {e}".splitlines()
+            result, line = "FAIL", f"not ok {i} - {kind}:{num} {title}"
+            failed += 1
+        secs = time.monotonic() - t0
+        for d in details:
+            print(f"#   {d}")
+        print(line, flush=True)
+        tap.append(line)
+        rows.append((num, title, vms, result, figure, secs))
+
+    print("#")
+    print(f"# {'scenario':<38} {'VMs':>3}  {'result':<6} {'spin figure':<40} time")
+    for num, title, vms, result, figure, secs in rows:
+        print(f"# {num} {title:<36} {vms:>3}  {result:<6} {figure:<40} {secs:5.1f}s")
+    print(f"# total {sum(r[5] for r in rows):.1f}s")
+    if tap_path:
+        with open(tap_path, "w") as f:
+            f.write(f"TAP version 13\n1..{len(tap)}\n" + "\n".join(tap) + "\n")
+    return failed
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     p.add_argument("--kernel", default=vm.KERNEL,
@@ -1305,35 +1343,8 @@ def main():
     print(f"# guest kernel: {a.kernel}")
     print(f"1..{len(todo)}", flush=True)
     ctx = Ctx(os.path.abspath(a.kernel))
-    rows, tap, failed = [], [], 0
-    for i, (num, title, fn) in enumerate(todo, 1):
-        t0 = time.monotonic()
-        try:
-            vms, figure, details = fn(ctx)
-            result, line = "pass", f"ok {i} - scenario:{num} {title}"
-        except NotApplicable as e:
-            vms, figure, details = 0, "-", []
-            result, line = "n/a", f"ok {i} - scenario:{num} {title} # SKIP not applicable: {e}"
-        except Exception as e:  # noqa: BLE001 - any error is this scenario's failure
-            vms, figure, details = 0, "-", f"{type(e).__name__}: {e}".splitlines()
-            result, line = "FAIL", f"not ok {i} - scenario:{num} {title}"
-            failed += 1
-        secs = time.monotonic() - t0
-        for d in details:
-            print(f"#   {d}")
-        print(line, flush=True)
-        tap.append(line)
-        rows.append((num, title, vms, result, figure, secs))
+    failed = run_scenarios(todo, ctx, "scenario", a.tap)
     ctx.close()
-
-    print("#")
-    print(f"# {'scenario':<38} {'VMs':>3}  {'result':<6} {'spin figure':<40} time")
-    for num, title, vms, result, figure, secs in rows:
-        print(f"# {num} {title:<36} {vms:>3}  {result:<6} {figure:<40} {secs:5.1f}s")
-    print(f"# total {sum(r[5] for r in rows):.1f}s")
-    if a.tap:
-        with open(a.tap, "w") as f:
-            f.write(f"TAP version 13\n1..{len(tap)}\n" + "\n".join(tap) + "\n")
     return 1 if failed else 0
 
 
