@@ -116,7 +116,8 @@ def main():
         kernel, _, level = spec.rpartition("=")
         if not kernel or level.lstrip("!") not in ("safe", "racy", "unsafe"):
             p.error(f"{spec}: want KERNEL=[!]safe|racy|unsafe")
-        check_one(tap, os.path.join(a.out, str(i)), kernel, level, a.clones)
+        # absolute: Chromium takes the page as a file:// URL
+        check_one(tap, os.path.abspath(os.path.join(a.out, str(i))), kernel, level, a.clones)
     with open(a.tap, "w") as f:
         f.write(f"TAP version 13\n1..{len(tap.lines)}\n" + "\n".join(tap.lines) + "\n")
     return 0 if all(line.startswith("ok") for line in tap.lines) else 1
