@@ -184,9 +184,23 @@ $(UPSTREAM_VMLINUZ): versions.mk scripts/fetch-kernel.sh | $(STAMP)/deps
 
 # --- 7./8. tests: each suite writes build/results/<row>/<suite>.tap; the summary,
 # over every row, comes last.  A row whose build fails still lets the others run.
+# The next row's QEMU and kernel build at nice 10 while a row's tests run (most boot one
+# single-vCPU TCG guest and leave a core idle): a cold run saves most of the next row's
+# build time; a warm one restores it from the caches in seconds.  Its log is
+# build/prebuild-<row>.log; check-row of that row waits for it, then finds it built (or
+# builds, and reports, what failed).
 check: ## build and test every row (ROW=...: one); ends with 'N passed, N failed'
 	@rm -rf $(RESULTS_ALL) && mkdir -p $(RESULTS_ALL)
-	@failed=; for r in $(CHECK_ROWS); do \
+	@failed=; bg=; set -- $(CHECK_ROWS); \
+	while [ $$# -gt 0 ]; do \
+		r=$$1; shift; \
+		if [ -n "$$bg" ]; then wait $$bg || true; bg=; fi; \
+		if [ $$# -gt 0 ] && $(MAKE) --no-print-directory qemu kernel guest ROW=$$r; then \
+			echo "check: building row $$1 (nice 10) beside the tests of row $$r:" \
+				"$(BUILD)/prebuild-$$1.log"; \
+			nice -n 10 $(MAKE) --no-print-directory qemu kernel guest ROW=$$1 \
+				>$(BUILD)/prebuild-$$1.log 2>&1 & bg=$$!; \
+		fi; \
 		$(MAKE) --no-print-directory check-row ROW=$$r || failed="$$failed $$r"; \
 	done; \
 	$(STAGE) check-spec scripts/tap-step.sh $(RESULTS_ALL)/spec.tap \
