@@ -142,7 +142,7 @@ def main():
                 _, streams, has_epoch = run.stream_clones(
                     ctx, f"audit-{key}-{mode}", a.clones, rings=("raw",), run=0,
                     dump=DUMP, mode=mode, smp=run.VDSO_SMP, **agent)
-                f = run.vdso_shared([{**s, "guarded": s["raw"]} for s in streams])
+                f = run.vdso_shared(streams)
                 entry[what] = {"shared": f["indices"], "longest_run": f["run"],
                                "in_flight": f["in_flight"], "sampled": DUMP}
             except run.NotApplicable as e:

@@ -15,6 +15,7 @@ For each KERNEL (a bzImage), runs scripts/audit.py into OUT-DIR/<n>/ and checks,
 """
 
 import argparse
+import html
 import json
 import os
 import re
@@ -97,7 +98,6 @@ def check_one(tap, out, kernel, level, clones):
                f"({inked:.1%} of pixels inked, {colours} colours)")
     d = chromium(["--dump-dom", f"file://{page_path}"])
     m = re.search(r'<p class="verdict" id="verdict">(.*?)</p>', d.stdout, re.S)
-    import html
     shown = html.unescape(m.group(1)) if m else ""
     tap.ok(shown == report["verdict"], f"{name}: the rendered page shows the verdict",
            f"rendered: {shown[:200]!r}")

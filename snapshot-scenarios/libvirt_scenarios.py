@@ -329,8 +329,7 @@ def persistent_agent(ctx, name, what):
         run.require_epoch(a)
         a.wait_spinning()
         yield a
-        splat = vm.splats(a.g.read_console())
-        check(not splat, "kernel splat:\n" + (splat[0] if splat else ""))
+        run.no_splat(a.g)
     except NotApplicable:
         raise
     except Exception:
@@ -459,8 +458,7 @@ def fan_out(ctx, key, leak, genid, mode):
         t_events = time.monotonic() - t0
         pss = sum(pss_mb(daemon.qemu_pid(c.name)) for c in clones)
         for i, c in enumerate(clones):
-            splat = vm.splats(c.g.read_console())
-            check(not splat, f"clone {i}: kernel splat:\n" + (splat[0] if splat else ""))
+            run.no_splat(c.g, f"clone {i}")
     except Exception:
         for c in [src] + clones:
             if c.g.dom is not None and c.g.alive():
@@ -474,18 +472,13 @@ def fan_out(ctx, key, leak, genid, mode):
     return n, events, t_restore, t_events, pss
 
 
-def shared(values):
-    """How many of the values another one equals."""
-    return sum(1 for v in values if values.count(v) > 1)
-
-
 def l_clones(ctx):
     count = ctx.clones
     lines, figs = [], []
     for key, label, leak, genid, mode in MECHANISMS:
         n, evs, t_restore, t_events, pss = fan_out(ctx, key, leak, genid, mode)
-        kernel_shared = shared([e["getrandom"] for e in evs])
-        prng_shared = shared([e["prng"] for e in evs])
+        kernel_shared = run.shared_count([e["getrandom"] for e in evs])
+        prng_shared = run.shared_count([e["prng"] for e in evs])
         ctx.figures[key] = {"clones": count, "restore_s": round(t_restore, 2),
                             "first_event_s": round(t_events, 2), "pss_mib": round(pss),
                             "getrandom_shared": kernel_shared, "generator_shared": prng_shared}

@@ -210,6 +210,19 @@ def atomic(ev, n, who):
     return ev["final"] - n
 
 
+def no_splat(g, who=""):
+    """Fail when the guest's console shows a kernel splat (vmharness.SPLAT); who names the
+    guest when several run."""
+    found = vm.splats(g.read_console())
+    check(not found, (f"{who}: " if who else "") + "kernel splat on the console:\n" +
+          (found[0] if found else ""))
+
+
+def shared_count(values):
+    """How many of values another one equals."""
+    return sum(1 for v in values if values.count(v) > 1)
+
+
 def pairwise_different(values, what):
     for (i, a), (j, b) in itertools.combinations(enumerate(values), 2):
         check(a != b, f"clones {i} and {j} produced the same {what}: {a[:16]}...")
@@ -366,8 +379,7 @@ def s5_cycles(ctx):
                   f"cycle {k}: epoch {ev['new']:#x} repeats an earlier value of this run")
             timeline.append(ev["new"])
         check(a.g.status() == "running", "QEMU does not report the VM running")
-        found = vm.splats(a.g.read_console())
-        check(not found, "kernel splat on the console:\n" + (found[0] if found else ""))
+        no_splat(a.g)
     finally:
         a.kill()
     return 1, f"{2 * CYCLES} leaks, {len(set(timeline))} distinct epochs", []
@@ -718,8 +730,7 @@ def s8_driver(ctx):
               + ", want " + " ".join(f"{e:#010x}" for e in want))
         err = [line for line in a.g.stderr().splitlines() if "virtio" in line]
         check(not err, "QEMU reported a virtio error: " + "; ".join(err[:3]))
-        found = vm.splats(a.g.read_console())
-        check(not found, "kernel splat on the console:\n" + (found[0] if found else ""))
+        no_splat(a.g)
     except Exception:
         a.g.report_failure("scenario 8")
         raise
@@ -905,17 +916,19 @@ def vdso_loadvm(ctx, tag, **agent):
 def vdso_shared(streams):
     """From outputs N..N+K of two or more VMs: the longest run after resume (from N + 1)
     that two of them share, at how many indices after resume any two agree, how many VMs
-    share their output at N with another, and at how many indices from N (the one in
-    flight included) any two guarded outputs agree."""
+    share their output at N with another, and, when the streams have a guarded ring, at
+    how many indices from N (the one in flight included) any two guarded outputs agree."""
     def agreeing(columns):
         return sum(1 for col in columns if len(set(col)) < len(col))
 
     raw = list(zip(*(s["raw"] for s in streams)))
-    return {"run": max(common_prefix(a["raw"][1:], b["raw"][1:])
-                       for a, b in itertools.combinations(streams, 2)),
-            "indices": agreeing(raw[1:]),
-            "in_flight": sum(1 for v in raw[0] if raw[0].count(v) > 1),
-            "guarded": agreeing(zip(*(s["guarded"] for s in streams)))}
+    f = {"run": max(common_prefix(a["raw"][1:], b["raw"][1:])
+                    for a, b in itertools.combinations(streams, 2)),
+         "indices": agreeing(raw[1:]),
+         "in_flight": shared_count(raw[0])}
+    if all("guarded" in s for s in streams):
+        f["guarded"] = agreeing(zip(*(s["guarded"] for s in streams)))
+    return f
 
 
 def upstream_kernel_name():
@@ -1125,8 +1138,7 @@ def vmclock_cycles(ctx):
             counters.append(ev["vm_new"])
             values.append((ev["new"], ev["vm_new"]))
         check(a.g.status() == "running", "QEMU does not report the VM running")
-        found = vm.splats(a.g.read_console())
-        check(not found, "kernel splat on the console:\n" + (found[0] if found else ""))
+        no_splat(a.g)
     finally:
         a.kill()
     return counters
