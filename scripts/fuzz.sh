@@ -57,13 +57,18 @@ for t in "${targets[@]}"; do
 	rm -f "$dir"/crash-* "$dir"/leak-* "$dir"/timeout-* "$dir"/oom-*
 	# Reports abort; leaks are not looked for (QEMU frees little at exit, and LSan
 	# takes most of the time); a double fetch of guest memory gets the same bytes.
-	rc=0
+	rc=0 start=$SECONDS
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1 \
 	QEMU_AVOID_DOUBLE_FETCH=1 QEMU_FUZZ_ARGS="${!a}" QEMU_FUZZ_OBJECTS="${!o}" \
 		"$bin" --fuzz-target=generic-fuzz -detect_leaks=0 -max_len=8192 \
 		-max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$dir/" \
 		"$dir/corpus" "$top/fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
+	# The time it ran: a run stopped early (SIGINT to the fuzzer, status 72, final stats
+	# still printed) is counted for what it did, not for what it was given.
+	ran=$((SECONDS - start))
+	[ "$ran" -le "$seconds" ] || ran=$seconds
+	[ "$rc" -ne 72 ] || ! grep -q 'run interrupted' "$log" || rc=0
 	stat() { sed -n "s/^stat::$1: *//p" "$log" | tail -1; }
 	execs=$(stat number_of_executed_units) rate=$(stat average_exec_per_sec)
 	added=$(stat new_units_added)
@@ -72,10 +77,10 @@ for t in "${targets[@]}"; do
 		wc -l)
 	[ -f "$dir/ledger.tsv" ] ||
 		printf 'date\tseconds\texecs\texec_per_s\tcov\tnew_units\tcrashes\n' >"$dir/ledger.tsv"
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$seconds" "${execs:-0}" \
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$ran" "${execs:-0}" \
 		"${rate:-0}" "${cov:-0}" "${added:-0}" "$crashes" >>"$dir/ledger.tsv"
 	total=$(awk -F'\t' 'NR > 1 { s += $3 } END { print s + 0 }' "$dir/ledger.tsv")
-	line="$t: ${execs:-0} execs in ${seconds} s (${rate:-0}/s), coverage ${cov:-?} edges,"
+	line="$t: ${execs:-0} execs in ${ran} s (${rate:-0}/s), coverage ${cov:-?} edges,"
 	line+=" ${added:-0} new inputs, corpus $(find "$dir/corpus" -type f | wc -l); $total execs"
 	line+=" over all runs ($dir/ledger.tsv); $crashes crash inputs"
 	if [ "$rc" -ne 0 ] || [ "$crashes" -ne 0 ] || [ -z "$execs" ]; then
