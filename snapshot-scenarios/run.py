@@ -43,11 +43,17 @@ guest memory read while the VM is stopped and from what the agent prints afterwa
                                        window; the getrandom() outputs the clones share
                                        after resume are measured per delay, and the
                                        clones must diverge once the re-arm completes
+ 14 migration between the rows'       (6.1 row) a VM on QEMU 7.2 saved to a file and
+    QEMUs                              restored by QEMU 10.0, then saved there and
+                                       restored by 7.2 (pc-i440fx-7.2, leak=on): each
+                                       restore atomic, the held fill and copy performed
+                                       by the version that did not save them
 
 Where the kernel has no RNG epoch (RNDEPOCH fails), scenarios 1-5, 8 and 10 report 'not
 applicable' (TAP SKIP with that reason) and 6-7 and 11 still measure what the kernel does;
 where it has no configfs-tsm provider for the responder, 9 is not applicable, and where
-its vDSO has no getrandom() (before 6.11, so the 6.1 row), 11 is not applicable.
+its vDSO has no getrandom() (before 6.11, so the 6.1 row), 11 is not applicable.  14
+runs on the 6.1 row only: make check builds QEMU 10.0 (the 6.12 row) first.
 Ends with one table: scenario, VMs, result, spin figure, time.
 """
 
@@ -104,7 +110,7 @@ class Agent:
 
     def __init__(self, name, mode="epoch", kernel=vm.KERNEL, leak=True, cpu="max",
                  disk=False, extra_devices=(), incoming=None, trace=(), qemu_args=(),
-                 rng_opts="", smp=1, rng=True):
+                 rng_opts="", smp=1, rng=True, qemu_dir=None, machine=None):
         rng = ("virtio-rng-pci,id=rng0" + ("" if leak else ",leak=off") + rng_opts,) \
             if rng else ()
         # The device's leak trace (held, performed, rejected, events) goes to qemu.stderr
@@ -123,6 +129,11 @@ class Agent:
         self.g = vm.Guest(name, append=append, kernel=kernel, cpu=cpu, smp=smp,
                           devices=rng + tuple(extra_devices), drive=self.disk, extra=extra,
                           serial_input=True)
+        if qemu_dir:            # another build of QEMU, with its own firmware
+            self.g.args[0] = os.path.join(qemu_dir, "qemu-system-x86_64")
+            self.g.args[self.g.args.index("-L") + 1] = os.path.join(qemu_dir, "pc-bios")
+        if machine:
+            self.g.args[self.g.args.index("-machine") + 1] = machine
         self.gpa = None
         self.mode = mode
 
@@ -1229,6 +1240,59 @@ def s12_rearm_window(ctx):
         ", ".join(figures), details
 
 
+# Scenario 14: a machine type both rows' QEMUs have, and the feature given explicitly
+# (each QEMU has it on only for the machine type its series adds)
+CROSS_MACHINE = "pc-i440fx-7.2"
+CROSS_RNG = ",leak=on"
+
+
+def s14_cross_row(ctx):
+    """A VM saved by one row's QEMU and restored by the other's, then back: the held
+    requests travel in the stream, and the restoring QEMU performs them before the guest
+    runs, whichever version saved them."""
+    if vm.ROW != "6.1":
+        raise NotApplicable("runs on the 6.1 row, after the 6.12 row built QEMU 10.0 "
+                            "(make check builds the rows newest first)")
+    other = vm.row_paths("6.12")["qemu"]
+    if not os.path.exists(os.path.join(other, "qemu-system-x86_64")):
+        raise NotApplicable(f"QEMU 10.0 is not built ({other}): make qemu ROW=6.12")
+    hops = [("7.2", None), ("10.0", other), ("7.2", None)]
+    agent = {"kernel": ctx.kernel, "machine": CROSS_MACHINE, "rng_opts": CROSS_RNG}
+    src = Agent("s14-on-7.2", **agent).boot()
+    ctx.keep(src)
+    require_epoch(src)
+    src.wait_spinning()
+    time.sleep(0.3)
+    details, figures = [], []
+    backend = "/machine/peripheral/rng0/virtio-backend"
+    for i in range(1, len(hops)):
+        (was, _), (now, qemu_dir) = hops[i - 1], hops[i]
+        who = f"QEMU {was} -> {now}"
+        path = os.path.join(vm.RUNDIR, f"s14-{i}.migration")
+        n = save_to_file(src, path)
+        src.kill()
+        dst = Agent(f"s14-on-{now}-{i}", incoming=path, qemu_dir=qemu_dir, **agent)
+        dst.g.start()
+        ctx.keep(dst)
+        dst.wait_migrated()
+        dst.gpa = src.gpa
+        check(dst.page()["spins"] == n, f"{who}: spin count differs from the source's")
+        mark = dst.g.console_size()
+        dst.g.qmp("cont")
+        ev = dst.wait_event(mark)
+        d = atomic(ev, n, who)
+        reqs = dst.g.qmp("qom-get", path=backend, property="x-leak-last-requests")
+        check(reqs >= 2, f"{who}: the restoring QEMU performed {reqs} held requests, "
+              "want the driver's fill and copy (2)")
+        no_splat(dst.g, who)
+        os.unlink(path)
+        figures.append(f"{was}->{now} final-N={d}")
+        details.append(f"{who}: epoch {ev['old']:#010x} -> {ev['new']:#010x}, "
+                       f"{reqs} held requests performed before the guest ran")
+        src = dst
+    return len(hops), ", ".join(figures), details
+
+
 SCENARIOS = [
     (1, "savevm, original resumes", s1_savevm),
     (2, "loadvm of that snapshot", s2_loadvm),
@@ -1243,6 +1307,7 @@ SCENARIOS = [
     (11, "vDSO getrandom across clones", s11_vdso),
     (12, "a snapshot between a leak and the re-arm", s12_rearm_window),
     (13, f"VMClock: {CLONES} clones, vmclock alone and with virtio-rng", s13_vmclock),
+    (14, "migration between the rows' QEMUs, 7.2 -> 10.0 -> 7.2", s14_cross_row),
 ]
 
 
