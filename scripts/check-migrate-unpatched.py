@@ -120,11 +120,9 @@ def guest(name, binary, leak=None, incoming=None):
     '-M pc' gives by default.  Both run without them: the same VM on either side."""
     rng = "virtio-rng-pci,id=rng0" + ("" if leak is None else f",leak={leak}")
     extra = ["-incoming", incoming] if incoming else []
-    g = vm.Guest(name, append="tests=scenario_agent scenario=line", devices=(rng,),
-                 extra=extra, serial_input=True)
-    g.args[0] = binary
-    g.args[g.args.index("-machine") + 1] = f"{MACHINE},hpet=off,vmport=off"
-    return g
+    return vm.Guest(name, append="tests=scenario_agent scenario=line", devices=(rng,),
+                    extra=extra, serial_input=True, qemu=binary,
+                    machine=f"{MACHINE},hpet=off,vmport=off")
 
 
 def answers(g, start=0, timeout=60):

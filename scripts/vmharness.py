@@ -143,7 +143,8 @@ class Guest:
 
     def __init__(self, name, append="", kernel=KERNEL, initrd=INITRD, accel=None,
                  mem=256, smp=1, cpu="max", devices=("virtio-rng-pci,id=rng0",),
-                 drive=None, extra=(), qmp=True, serial_input=False):
+                 drive=None, extra=(), qmp=True, serial_input=False, qemu=QEMU,
+                 firmware=FIRMWARE, machine="pc"):
         self.name = name
         self.dir = os.path.join(RUNDIR, name)
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -155,9 +156,9 @@ class Guest:
         self._command = None
         self.accel = accel or choose_accel()
         self.args = [
-            QEMU, "-nodefaults", "-display", "none", "-no-reboot",
-            "-L", FIRMWARE,
-            "-machine", "pc", "-accel", self.accel, "-cpu", cpu,
+            qemu, "-nodefaults", "-display", "none", "-no-reboot",
+            "-L", firmware,
+            "-machine", machine, "-accel", self.accel, "-cpu", cpu,
             "-m", str(mem), "-smp", str(smp),
             "-kernel", kernel, "-initrd", initrd,
             "-append", f"console=ttyS0 panic=-1 oops=panic {append}".strip(),

@@ -110,7 +110,7 @@ class Agent:
 
     def __init__(self, name, mode="epoch", kernel=vm.KERNEL, leak=True, cpu="max",
                  disk=False, extra_devices=(), incoming=None, trace=(), qemu_args=(),
-                 rng_opts="", smp=1, rng=True, qemu_dir=None, machine=None):
+                 rng_opts="", smp=1, rng=True, qemu_dir=vm.QEMU_DIR, machine="pc"):
         rng = ("virtio-rng-pci,id=rng0" + ("" if leak else ",leak=off") + rng_opts,) \
             if rng else ()
         # The device's leak trace (held, performed, rejected, events) goes to qemu.stderr
@@ -128,12 +128,9 @@ class Agent:
             (f" scenario_cpu={smp - 1}" if smp > 1 else "")
         self.g = vm.Guest(name, append=append, kernel=kernel, cpu=cpu, smp=smp,
                           devices=rng + tuple(extra_devices), drive=self.disk, extra=extra,
-                          serial_input=True)
-        if qemu_dir:            # another build of QEMU, with its own firmware
-            self.g.args[0] = os.path.join(qemu_dir, "qemu-system-x86_64")
-            self.g.args[self.g.args.index("-L") + 1] = os.path.join(qemu_dir, "pc-bios")
-        if machine:
-            self.g.args[self.g.args.index("-machine") + 1] = machine
+                          serial_input=True, machine=machine,
+                          qemu=os.path.join(qemu_dir, "qemu-system-x86_64"),
+                          firmware=os.path.join(qemu_dir, "pc-bios"))
         self.gpa = None
         self.mode = mode
 
@@ -1256,7 +1253,7 @@ def s14_cross_row(ctx):
     other = vm.row_paths("6.12")["qemu"]
     if not os.path.exists(os.path.join(other, "qemu-system-x86_64")):
         raise NotApplicable(f"QEMU 10.0 is not built ({other}): make qemu ROW=6.12")
-    hops = [("7.2", None), ("10.0", other), ("7.2", None)]
+    hops = [("7.2", vm.QEMU_DIR), ("10.0", other), ("7.2", vm.QEMU_DIR)]
     agent = {"kernel": ctx.kernel, "machine": CROSS_MACHINE, "rng_opts": CROSS_RNG}
     src = Agent("s14-on-7.2", **agent).boot()
     ctx.keep(src)

@@ -85,8 +85,7 @@ class PeerAgent(run.Agent):
         self.g = vm.Guest(name, append=f"tests={PROGRAM} scenario={mode} "
                           f"scenario_cpu={SMP - 1}", kernel=kernel, initrd=initrd, smp=SMP,
                           devices=(VMCLOCK,) + tuple(extra_devices), extra=extra,
-                          serial_input=True)
-        self.g.args[self.g.args.index("-machine") + 1] = MACHINE
+                          serial_input=True, machine=MACHINE)
 
 
 def saved_source(tag, mode, kernel, initrd, devices, settle=SETTLE):
