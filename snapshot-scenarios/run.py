@@ -77,7 +77,9 @@ CYCLES = 100
 PEER_PAIRS = 2
 VMGENID = ("vmgenid,guid=auto",)
 UPSTREAM_KERNEL = os.path.join(vm.BUILD, "upstream-kernel", "vmlinuz")   # Debian's 6.12
-READY = r"^# scenario: ready page_gpa=(0x[0-9a-f]+) mode=(\w+) epoch=(\w+)"
+# A whole line only, as EVENT below: the console is read while the UART still sends it,
+# and a cut "epoch=pres" must not read as absent (nor a cut page_gpa as an address).
+READY = r"^# scenario: ready page_gpa=(0x[0-9a-f]+) mode=(\w+) epoch=(\w+)(?=\r?\n)"
 # Not anchored at line starts: after a loadvm the UART's restored state can glue an agent
 # line to the end of the previous one in the console log.
 EVENT = re.compile(r"# scenario: event n=(\d+) final_spins=(\d+) old_epoch=(0x[0-9a-f]+) "
@@ -148,8 +150,8 @@ class Agent:
         return {"spins": spins, "epoch": epoch, "events": events}
 
     def wait_spinning(self, timeout=60, start=0):
-        m = self.g.wait_console(r"^# scenario: (spinning|waiting|streaming|not applicable: (.*))",
-                                timeout, start)
+        m = self.g.wait_console(r"^# scenario: (spinning|waiting|streaming|"
+                                r"not applicable: ([^\r\n]*)(?=\r?\n))", timeout, start)
         if m.group(2):
             raise NotApplicable(m.group(2).strip())
 
@@ -699,7 +701,7 @@ def s8_driver(ctx):
     try:
         a.boot()
         require_epoch(a)
-        m = a.g.wait_console(r"^# scenario: spinning epoch=(0x[0-9a-f]+)", 60)
+        m = a.g.wait_console(r"^# scenario: spinning epoch=(0x[0-9a-f]+)(?=\r?\n)", 60)
         epochs = [int(m.group(1), 16)]
         a.wait_held(2)
         worst = 0
