@@ -84,7 +84,7 @@ STAGE := scripts/stage.sh
 DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 
 .DEFAULT_GOAL := all
-.PHONY: all help deps sources build-each-patch check-series qemu kernel guest certs check check-row demo bench libvirt audit \
+.PHONY: all help deps sources build-each-patch check-series check-help qemu kernel guest certs check check-row demo bench libvirt audit \
 	check-asan check-asan-row fuzz fuzz-build fuzz-coverage \
 	guest-test scenarios export-patches clean distclean FORCE
 
@@ -225,8 +225,14 @@ check: ## build and test every row (ROW=...: one); ends with 'N passed, N failed
 		"docs/spec: rng-leak.md and statements.tsv agree with rng-leak.tex" \
 		scripts/spec-md.py --check docs/spec/statements.tsv docs/spec/rng-leak.tex \
 		docs/spec/rng-leak.md; \
+	$(if $(DRY_RUN),,$(STAGE) check-help scripts/check-help.sh $(RESULTS_ALL)/help.tap || true;) \
 	$(if $(DRY_RUN),exit 0;) scripts/summary.py $(RESULTS_ALL) $(CHECK_ROWS) || exit 1; \
 	[ -z "$$failed" ] || { echo "check: the build of row(s)$$failed failed"; exit 1; }
+
+# Every program of the tree answers -h and --help, and writes nothing (build/ included:
+# run it when nothing else builds there).
+check-help: ## every script's -h/--help: exit 0, usage printed, nothing written
+	@mkdir -p $(RESULTS_ALL) && scripts/check-help.sh $(RESULTS_ALL)/help.tap
 
 # QEMU under AddressSanitizer and UndefinedBehaviorSanitizer (issue 15): reports abort.
 SANITIZER_OPTS := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \

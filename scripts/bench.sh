@@ -23,6 +23,9 @@
 #      compared: sha256, and the instructions of __vdso_getrandom and of its ChaCha20 in
 #      objdump -d.  Identical images run the same instructions per call.
 #   BENCH_SECTIONS="2 5" runs only those sections.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: $0 ROW:QEMU..." >&2; exit 2; }

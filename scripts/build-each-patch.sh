@@ -15,6 +15,9 @@
 #   until it does (RESEED_KCONFIG_LAX), so each commit is built with every option it has.  A run
 #   over a series that only grew on top builds the new commits only (build/each/NAME.built
 #   lists the commits built in order).  Exit status 0 when every commit built.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 SRCDIR FRAGMENT..." >&2; exit 2; }
 src=$(realpath "$1")

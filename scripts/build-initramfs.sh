@@ -7,6 +7,9 @@
 #   loads those modules in the order given here (/modules/order) before the tests.
 #
 #   Uses the kernel's own usr/gen_init_cpio, so /dev/console exists without root tricks.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 
 [ $# -ge 2 ] || { echo "usage: $0 LINUX-SRCDIR OUT.cpio.gz TEST-BINARY..." >&2; exit 2; }

@@ -14,6 +14,9 @@
 #   this script and the compiler.  A fresh clone whose key is there restores it instead
 #   of building (ccache for the whole build: even with every object a ccache hit, kbuild
 #   takes minutes).  RESEED_BUILD_CACHE= (empty) turns it off.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 
 [ $# -ge 3 ] || { echo "usage: $0 SRCDIR OBJDIR FRAGMENT..." >&2; exit 2; }

@@ -29,6 +29,9 @@
 #   Debian's clang, ASan and UBSan (docs/devel/testing/fuzzing.rst; scripts/fuzz.sh);
 #   RESEED_QEMU_FUZZ=coverage the same with clang's source-based coverage and no
 #   sanitizer, to replay a corpus and count the lines it reached.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 
 [ $# -ge 2 ] || { echo "usage: $0 SRCDIR OBJDIR [MESON-DEB-VERSION [NINJA-TARGET...]]" >&2; exit 2; }

@@ -9,6 +9,9 @@
 #   their results to OUT.tap.  A test binary that is missing,
 #   lists no test, crashes or runs fewer tests than it lists, and a skipped test, are
 #   failures of their own.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 [ $# -eq 3 ] || { echo "usage: $0 QEMU-SRCDIR QEMU-OBJDIR OUT.tap" >&2; exit 2; }
 src=$1 obj=$2 out=$3

@@ -5,6 +5,9 @@
 #   Adds deb-src entries mirroring the machine's own Debian archive when none are
 #   configured (apt-get source needs them, and says so), installs what is missing and
 #   writes STAMP on success. Safe to run again: packages already present are skipped.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 
 stamp=${1:?usage: $0 STAMP}

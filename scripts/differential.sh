@@ -14,6 +14,9 @@
 #   Environment: DIFF_TIMEOUT (seconds per boot, default 300), DIFF_RUNDIR (default
 #   build/run/ROW/differential-TEST), RESEED_QEMU (the QEMU build directory of the row,
 #   exported by the Makefile; default the newest row's).
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 
 [ $# -eq 4 ] || {

@@ -7,6 +7,9 @@
 #   'series' file naming them in order.  Commit ids are zeroed, subjects are not
 #   numbered (adding a patch leaves the other files alone) and no signature is added,
 #   so exporting an unchanged tree leaves every file byte-identical.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 
 [ $# -eq 4 ] || { echo "usage: $0 qemu|linux SRCDIR PATCHDIR VERSION" >&2; exit 2; }

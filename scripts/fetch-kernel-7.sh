@@ -19,6 +19,9 @@
 #
 #   When trixie-backports no longer serves the pinned version, the newest
 #   linux-image-7.*-cloud-amd64 it offers is used, with a warning.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 OUT-DIR" >&2; exit 2; }
 out=$1

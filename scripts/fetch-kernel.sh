@@ -6,6 +6,9 @@
 #   'apt-get download' + 'dpkg-deb -x' into build/: nothing is installed on this machine
 #   and its boot configuration is untouched.  When Debian no longer serves PACKAGE, the
 #   newest linux-image-6.12.*-cloud-amd64-unsigned is used, with a warning.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 PACKAGE OUT-VMLINUZ" >&2; exit 2; }
 pkg=$1 out=$2

@@ -9,6 +9,9 @@
 #   fuzz/corpus/TARGET) are run once, with the arguments scripts/fuzz.sh fuzzes with,
 #   and llvm-cov reports line, function and branch coverage of the files each target
 #   is about: hw/virtio/virtio-rng.c and hw/misc/sev-snp-responder.c.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 [ $# -eq 4 ] || { echo "usage: $0 COVERAGE-FUZZ-BINARY QEMU-SRCDIR CORPUS-DIR OUT.txt" >&2; exit 2; }
 bin=$(realpath "$1") src=$(realpath "$2") corpus=$3 out=$4

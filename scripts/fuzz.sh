@@ -17,6 +17,9 @@
 #   per target, execs, execs per second, coverage (libFuzzer's edge count) and new
 #   inputs; a crash input is kept in OUTDIR/TARGET/ and the line is 'not ok'.  Each
 #   run is added to OUTDIR/TARGET/ledger.tsv, whose total is the figure the README gives.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 FUZZ-BINARY SECONDS OUTDIR [TARGET...]" >&2; exit 2; }
 bin=$(realpath "$1") seconds=$2 out=$3

@@ -12,6 +12,9 @@
 #   kernel (modules.builtin) needs nothing.  A module the directory lacks is an error,
 #   unless --optional: then it is left out and named on stderr ("absent: NAME"), for the
 #   audit, where a driver the kernel does not have is a finding, not a failure.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 optional=
 [ "${1:-}" = --optional ] && { optional=1; shift; }

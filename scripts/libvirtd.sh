@@ -17,6 +17,9 @@
 # QEMU runs as root, without virtlogd, lock manager, security driver or seccomp.
 # Nothing is left running after 'stop': libvirt daemonizes QEMU, so stop destroys every
 # domain and then kills, by the pid files libvirt keeps, any QEMU still there.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 
 cmd=${1:-} dir=${2:-}

@@ -16,6 +16,9 @@
 #   parameters SHA-384 / MGF1-SHA-384 / salt 48, CA constraints on ARK and ASK.  The keys
 #   are made here, at build time, and stay in build/: none is ever committed.  Run again
 #   with a complete OUTDIR, it does nothing.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 OUTDIR" >&2; exit 2; }
 out=$1

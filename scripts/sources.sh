@@ -19,6 +19,9 @@
 #   (refs/series/<hash of the series>), so that a fresh clone checks it out at once
 #   instead of applying the patches one by one.  RESEED_SOURCE_CACHE= (empty) turns it
 #   off.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 
 usage() { echo "usage: $0 qemu|linux SRCDIR PATCHDIR VERSION" >&2; exit 2; }

@@ -4,6 +4,9 @@
 # Usage: scripts/stage.sh NAME COMMAND [ARG...]
 #   Prints '==> NAME' before and '<== NAME: Ns' after, appends 'NAME SECONDS STATUS' to
 #   build/timings.log, and exits with the command's status.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -uo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 NAME COMMAND [ARG...]" >&2; exit 2; }
 name=$1

@@ -5,6 +5,9 @@
 #   For checks that are a single verdict (a differential run, a generated file that must
 #   be current): the command's output passes through, OUT.tap gets 'ok 1 - NAME' or
 #   'not ok 1 - NAME (exit status N)', and the exit status is the command's.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -uo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 OUT.tap NAME COMMAND [ARG...]" >&2; exit 2; }
 out=$1 name=$2

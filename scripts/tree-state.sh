@@ -4,6 +4,9 @@
 # Build scripts compare it with the state they last built, to skip a no-op rebuild.
 #
 # Usage: scripts/tree-state.sh DIR [EXTRA-FILE...]
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 DIR [EXTRA-FILE...]" >&2; exit 2; }
 dir=$1

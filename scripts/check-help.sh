@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# check-help.sh - every program of the tree answers -h and --help, and does nothing else.
+#
+# Usage: scripts/check-help.sh TAP
+#
+#   Runs each executable of scripts/, snapshot-scenarios/ and .ci/ with --help and with
+#   -h, from an empty directory, with HOME, XDG_CACHE_HOME and TMPDIR pointed at empty
+#   ones.  A program passes when both exit 0, print something on standard output, and
+#   no file was written: not in those directories, not in the tree, not in build/ to
+#   four levels (run it when nothing else builds there).  One TAP line per program; a program
+#   whose source handles neither option is not run, and fails.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
+set -euo pipefail
+
+[ $# -eq 1 ] || { echo "usage: $0 TAP" >&2; exit 2; }
+tap=$1
+top=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$(dirname "$tap")"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+mapfile -t progs < <(cd "$top" && find scripts snapshot-scenarios .ci -maxdepth 1 -type f \
+	-perm -u+x | sort)
+echo "1..${#progs[@]}" >"$tap.new"
+n=0 failed=0
+for p in "${progs[@]}"; do
+	n=$((n + 1))
+	why=
+	# A program that does not handle the option could do anything with it: not run.
+	grep -qE -- '--help|argparse' "$top/$p" || why="no -h/--help handling (not run)"
+	for opt in --help -h; do
+		[ -z "$why" ] || break
+		rm -rf "$tmp/run" && mkdir -p "$tmp/run/cwd" "$tmp/run/home" "$tmp/run/cache" \
+			"$tmp/run/tmp"
+		touch "$tmp/stamp"
+		sleep 0.01
+		rc=0
+		(cd "$tmp/run/cwd" && HOME=$tmp/run/home XDG_CACHE_HOME=$tmp/run/cache \
+			TMPDIR=$tmp/run/tmp timeout 60 "$top/$p" "$opt" \
+			>"$tmp/out" 2>"$tmp/err" </dev/null) || rc=$?
+		written=$( { find "$tmp/run" -mindepth 2 || true
+			find "$top" \( -path "$top/.git" -o -path "$top/build" \) -prune -o \
+				-newer "$tmp/stamp" -print || true
+			# build/ to three levels: a file made deeper changes its folder's time
+			find "$top/build" -maxdepth 3 -newer "$tmp/stamp" -print 2>/dev/null || true
+			} | sed -n 1,3p)
+		if [ "$rc" -ne 0 ]; then
+			why="$opt exited $rc: $(head -c 200 "$tmp/err" | tr '\n' ' ')"
+		elif [ ! -s "$tmp/out" ]; then
+			why="$opt printed nothing on standard output"
+		elif [ -n "$written" ]; then
+			why="$opt wrote $(echo "$written" | tr '\n' ' ')"
+		fi
+		[ -z "$why" ] || break
+	done
+	if [ -z "$why" ]; then
+		echo "ok $n - $p --help: $(grep -m1 . "$tmp/out" | cut -c1-90)" >>"$tap.new"
+	else
+		echo "not ok $n - $p: $why" >>"$tap.new"
+		failed=$((failed + 1))
+	fi
+done
+mv "$tap.new" "$tap"
+cat "$tap"
+[ "$failed" -eq 0 ]
