@@ -6,7 +6,7 @@
  *
  * For leak_storm_seconds= (default 3) seconds it calls getrandom(32) in a loop and
  * reads the RNG epoch page after each call.  Asserted: every call returns 32 bytes, no
- * call takes longer than 100 ms, and the epoch never takes a value it had before (it
+ * call takes longer than 1 s, and the epoch never takes a value it had before (it
  * never goes back and never repeats, however many leaks).  Printed, for the host:
  *
  *   # leak_storm: calls=C seconds=S per_second=R epoch_moves=M slowest_us=U
@@ -27,7 +27,13 @@
 #include "cmdline.h"
 #include "rng_uapi.h"
 
-#define SLOWEST_ALLOWED_NS	(100 * 1000 * 1000ULL)
+/*
+ * A call that livelocks under the storm never returns, so any bound catches it; what a
+ * call costs under the storm is the host's rate comparison.  The bound is wall time:
+ * under TCG the guest's clock is the host's, and a vCPU thread that the host does not
+ * run stretches a call (102 ms once without any storm, with builds beside the tests).
+ */
+#define SLOWEST_ALLOWED_NS	(1000 * 1000 * 1000ULL)
 
 static uint64_t now_ns(void)
 {
