@@ -31,12 +31,13 @@ QEMU_OBJ   := $(if $(SANITIZE),$(QEMU_SAN_OBJ),$(BUILD)/qemu-$(QV))
 # make fuzz: QEMU's libFuzzer target (clang, ASan, UBSan), in its own build directory.
 QEMU_FUZZ_BIN := $(BUILD)/qemu-$(QV)-fuzz/qemu-fuzz-x86_64
 FUZZ_SECONDS ?= 600
-# 'make check' fuzzes each target of the newest row this long, side by side (README,
+# 'make check' fuzzes each target of the newest row this long, side by side (docs/robustness.md,
 # "Fuzzing")
 CHECK_FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := virtio-rng-leak sev-snp-responder
 QEMU_BIN   := $(QEMU_OBJ)/qemu-system-x86_64
-# make KASAN=1 ...: the same kernel with KASAN, in its own build directory (README).
+# make KASAN=1 ...: the same kernel with KASAN, in its own build directory
+# (docs/robustness.md, "Guest kernel debug options").
 LINUX_OBJ  := $(BUILD)/linux-$(R)$(if $(KASAN),-kasan)
 HEADERS    := $(LINUX_OBJ)-headers
 GUEST      := $(BUILD)/guest-$(R)$(if $(KASAN),-kasan)
@@ -303,7 +304,7 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 		scripts/conformance.py docs/spec/statements.tsv $(RESULTS) $(RESULTS)/conformance.md
 
 # --- QEMU under AddressSanitizer and UndefinedBehaviorSanitizer (issue 15): 'make check'
-# runs the qtests under it; this adds scenarios 1-3 and 9 (README, "Sanitizers").
+# runs the qtests under it; this adds scenarios 1-3 and 9 (docs/robustness.md, "Sanitizers").
 SAN_RESULTS := $(RESULTS_ALL)-san/$(R)
 check-asan: ## our QEMU with ASan+UBSan: qtests, scenarios 1-3 and 9, zero reports (ROW=...)
 	@for r in $(CHECK_ROWS); do \

@@ -16,7 +16,7 @@
 #   (fuzz/corpus/TARGET, scripts/fuzz-corpus.py) and keeps what each run adds.  Prints,
 #   per target, execs, execs per second, coverage (libFuzzer's edge count) and new
 #   inputs; a crash input is kept in OUTDIR/TARGET/ and the line is 'not ok'.  Each
-#   run is added to OUTDIR/TARGET/ledger.tsv, whose total is the figure the README gives.
+#   run is added to OUTDIR/TARGET/ledger.tsv, whose total is the figure docs/robustness.md gives.
 case "${1:-}" in -h | --help)
 	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 esac
