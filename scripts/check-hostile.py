@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check-hostile.py - a hostile host against the guest kernel (issue 15), as TAP.
+"""check-hostile.py - a hostile host against the guest kernel, as TAP.
 
 usage: check-hostile.py RESULTS_DIR [--only leak,storm,snp]
 
@@ -100,30 +100,6 @@ def wait_event(a, start, timeout=30):
     return {"final": int(m.group(2)), "old": int(m.group(3), 16), "new": int(m.group(4), 16)}
 
 
-def stop_spinning(a, tries=100):
-    """Stop the VM while the agent spins on the epoch it last printed; return the spins
-    of that stop.
-
-    A leak declared while the agent is between seeing the epoch move and reading it
-    again (printing its event line) moves the epoch before the agent reads the value it
-    then waits on: the leak is in that value, and no event line ever tells of it.  With
-    both-queues the re-arm's second leak moves the epoch shortly after the first event
-    line, so a stop right after that line's 'spinning' can land there.  The agent is in
-    its loop when, across a short run between two stops, its page kept the same epoch
-    and its spin count went up."""
-    a.g.qmp("stop")
-    before = a.page()
-    for _ in range(tries):
-        a.g.qmp("cont")
-        time.sleep(0.02)
-        a.g.qmp("stop")
-        now = a.page()
-        if now["epoch"] == before["epoch"] and now["spins"] > before["spins"]:
-            return now["spins"]
-        before = now
-    raise run.Failed(f"{a.name}: the agent was never found spinning in {tries} stops")
-
-
 def leak_fault(fault, tap, leaks=LEAKS):
     """One boot with x-leak-fault=fault; leaks declared while the agent spins."""
     what = f"leak fault {fault}"
@@ -137,7 +113,7 @@ def leak_fault(fault, tap, leaks=LEAKS):
         first = a.page()["epoch"]
         worst = 0
         for i in range(leaks if fault != "wrong-queue" else 1):
-            n = stop_spinning(a)
+            n = run.stop_spinning(a)
             mark = a.g.console_size()
             a.g.qmp("virtio-rng-leak")
             a.g.qmp("cont")

@@ -48,6 +48,11 @@ guest memory read while the VM is stopped and from what the agent prints afterwa
                                        restored by 7.2 (pc-i440fx-7.2, leak=on): each
                                        restore atomic, the held fill and copy performed
                                        by the version that did not save them
+ 15 packed rings                       (packed=on,indirect_desc=off) a clone of a saved
+                                       VM, then 6 leaks: each atomic, a new epoch every
+                                       time (a held request's descriptor count migrates)
+ 16 vmclock, a leak during a live      (6.12 row) the counter a leak moved on the source
+    migration                          while the migration ran is the destination's
 
 Where the kernel has no RNG epoch (RNDEPOCH fails), scenarios 1-5, 8 and 10 report 'not
 applicable' (TAP SKIP with that reason) and 6-7 and 11 still measure what the kernel does;
@@ -186,6 +191,30 @@ class Agent:
 
     def kill(self):
         self.g.kill()
+
+
+def stop_spinning(a, tries=100):
+    """Stop the VM while the agent spins on the epoch it last printed; return the spins
+    of that stop.
+
+    A leak declared while the agent is between seeing the epoch move and reading it
+    again (printing its event line) moves the epoch before the agent reads the value it
+    then waits on: the leak is in that value, and no event line ever tells of it.  With
+    both-queues the re-arm's second leak moves the epoch shortly after the first event
+    line, so a stop right after that line's 'spinning' can land there.  The agent is in
+    its loop when, across a short run between two stops, its page kept the same epoch
+    and its spin count went up."""
+    a.g.qmp("stop")
+    before = a.page()
+    for _ in range(tries):
+        a.g.qmp("cont")
+        time.sleep(0.02)
+        a.g.qmp("stop")
+        now = a.page()
+        if now["epoch"] == before["epoch"] and now["spins"] > before["spins"]:
+            return now["spins"]
+        before = now
+    raise Failed(f"{a.name}: the agent was never found spinning in {tries} stops")
 
 
 def save_to_file(src, path, timeout=60):
@@ -1017,15 +1046,18 @@ def s11_vdso(ctx):
     return vms, f"shared indices: {figure}", table
 
 
-# -- 13: VMClock's vm_generation_counter as a source of the epoch (issue 16).
+# -- 13: VMClock's vm_generation_counter as a source of the epoch.
 
-VMCLOCK = ("vmclock",)
+# The clones are restores of a saved state started with -incoming, which QEMU cannot tell
+# from a live migration: as management would, say so (the device's default, off, is for
+# live migration, where the counter must stay).
+VMCLOCK = ("vmclock,leak-on-migration=on",)
 VMCLOCK_SETUPS = (("vmclock only", "vmclock", {"rng": False, "extra_devices": VMCLOCK}),
                   ("vmclock and virtio-rng", "both", {"extra_devices": VMCLOCK}))
 # The vDSO clones without the device's notification: its GPE makes the driver reseed the
 # crng, which also moves the vDSO's generation, soon after resume, and hides whether the
 # vDSO itself saw the counter; without it nothing in the kernel reseeds for seconds.
-VMCLOCK_QUIET = "vmclock,notification=off"
+VMCLOCK_QUIET = "vmclock,leak-on-migration=on,notification=off"
 VMCLOCK_VDSO_CLONES = 8
 
 
@@ -1154,7 +1186,7 @@ def vmclock_cycles(ctx):
     return counters
 
 
-# -- 12: the window between a leak and the driver's re-arm (issue 14 item 1).
+# -- 12: the window between a leak and the driver's re-arm.
 
 WINDOW_CLONES = 4
 WINDOW_SOURCE_DELAY = 60000         # ms of virtual time: the source's driver never hears
@@ -1292,6 +1324,144 @@ def s14_cross_row(ctx):
     return len(hops), ", ".join(figures), details
 
 
+PACKED_LEAKS = 6
+
+
+def packed_negotiated(agent):
+    """Whether the guest's driver runs the device's rings in the packed layout."""
+    st = agent.g.qmp("x-query-virtio-status", path="/machine/peripheral/rng0/virtio-backend")
+    return any("RING_PACKED" in f for f in st["guest-features"]["transports"])
+
+
+def s15_packed(ctx):
+    """Packed rings with direct descriptors: the driver's held copy-on-leak request has two
+    descriptors, and the descriptor count the device keeps for it (what it returns the
+    ring position by) must come back from the migration stream.  Counted as one, the
+    device returns every later request of that queue at the wrong position and the driver
+    never sees it, so it never re-arms: a later leak on that queue finds nothing held and
+    the epoch stays.  A clone of a saved VM takes PACKED_LEAKS more leaks, so that each
+    leak queue is used again after its first return."""
+    opts = ",packed=on,indirect_desc=off"
+    src, n, path = saved_source(ctx, "s15", 0.3, want_epoch=True, rng_opts=opts)
+    try:
+        with clone_of(ctx, "s15", 0, src, path, rng_opts=opts) as c:
+            check(packed_negotiated(c), "the driver did not negotiate VIRTIO_F_RING_PACKED: "
+                  "the scenario would test the split ring")
+            mark = c.g.console_size()
+            c.g.qmp("cont")
+            worst = atomic(c.wait_event(mark, timeout=30), n, "clone after restore")
+            epochs = set()
+            for i in range(PACKED_LEAKS):
+                n = stop_spinning(c)
+                mark = c.g.console_size()
+                c.g.qmp("virtio-rng-leak")
+                c.g.qmp("cont")
+                ev = c.wait_event(mark, timeout=30)
+                worst = max(worst, atomic(ev, n, f"leak {i + 1} after restore"))
+                check(ev["new"] not in epochs, f"leak {i + 1}: epoch {ev['new']:#x} repeats")
+                epochs.add(ev["new"])
+            err = [line for line in c.g.stderr().splitlines()
+                   if "virtio" in line and "virtio_rng_leak" not in line]
+            check(not err, "QEMU reported: " + "; ".join(err[:3]))
+            no_splat(c.g, "clone")
+    finally:
+        os.unlink(path)
+    return 2, f"max final-N={worst} (N={n})", [
+        f"restore and {PACKED_LEAKS} leaks on packed rings, each atomic, epochs all new"]
+
+
+VMCLOCK_ADDR = 0xfeffb000           # QEMU's include/hw/acpi/vmclock.h
+VMCLOCK_GEN_OFFSET = 104            # vm_generation_counter in struct vmclock_abi
+
+
+def vmclock_generation(agent):
+    return struct.unpack("<Q", agent.g.read_phys(VMCLOCK_ADDR + VMCLOCK_GEN_OFFSET, 8))[0]
+
+
+def migration_status(agent):
+    info = agent.g.qmp("query-migrate")
+    return info.get("status"), info.get("ram", {}).get("dirty-sync-count", 0)
+
+
+def s16_vmclock_live(ctx):
+    """A leak declared while a live migration runs reaches the destination.  vmclock's
+    page is guest RAM that QEMU writes through its own pointer: unless the device marks
+    it dirty, a page sent before the leak is not sent again, and the destination runs on
+    with the counter from before it (the guest saw it move, then sees it move back).  The
+    migration is kept from converging (a downtime shorter than one page takes at the
+    bandwidth allowed, and the agent dirtying its page) until its first pass over RAM is
+    done and the leak declared; the device is as a live
+    migration runs it (leak-on-migration off, its default), so that the destination
+    itself moves nothing."""
+    devices = subprocess.run([vm.QEMU, "-device", "help"], capture_output=True, text=True)
+    if '"vmclock"' not in devices.stdout:
+        raise NotApplicable(f"this row's QEMU has no vmclock device ({vm.QEMU})")
+    live = {"rng": False, "extra_devices": ("vmclock",)}
+    src = Agent("s16-src", kernel=ctx.kernel, **live).boot()
+    path = os.path.join(vm.RUNDIR, "s16.migration")
+    try:
+        require_epoch(src)
+        src.wait_spinning()
+        before = vmclock_generation(src)
+        # Precopy completes once what is left to send fits the downtime at the measured
+        # bandwidth.  At 4 MiB/s and 1 ms that is less than one page, and the agent dirties
+        # its page all the time: the migration goes on iterating until the limits rise.
+        src.g.qmp("migrate-set-parameters", **{"max-bandwidth": 4 << 20, "downtime-limit": 1})
+        if os.path.exists(path):
+            os.unlink(path)
+        src.g.qmp("migrate", uri=f"exec:cat > {path}")
+        deadline = time.monotonic() + 120
+        while True:
+            status, syncs = migration_status(src)
+            check(status in ("setup", "active"),
+                  f"migration {status} before its first pass was done")
+            if syncs >= 3:
+                break
+            check(time.monotonic() < deadline, "the first pass over RAM took over 120 s")
+            time.sleep(0.05)
+        mark = src.g.console_size()
+        src.g.qmp("virtio-rng-leak")
+        ev = src.wait_event(mark, timeout=30)
+        check(ev["vm_new"] == before + 1, f"the leak moved the source's counter "
+              f"{ev['vm_old']} -> {ev['vm_new']}, not from {before} by one")
+        status, syncs_at_leak = migration_status(src)
+        check(status == "active", f"migration {status} before the leak was declared")
+        src.g.qmp("migrate-set-parameters", **{"max-bandwidth": 1 << 30, "downtime-limit": 300})
+        while (status := migration_status(src)[0]) not in ("completed", "failed",
+                                                           "cancelled"):
+            check(time.monotonic() < deadline + 60, f"migration still {status}")
+            time.sleep(0.05)
+        check(status == "completed", f"migration {status}")
+        sent = vmclock_generation(src)
+        check(sent == before + 1, f"source's counter {sent} after the migration")
+    finally:
+        src.kill()
+    try:
+        dst = Agent("s16-dst", incoming=path, kernel=ctx.kernel, **live)
+        dst.g.start()
+        try:
+            dst.wait_migrated()
+            got = vmclock_generation(dst)
+            check(got == sent, f"the destination's counter is {got}, the source's was {sent} "
+                  f"when the migration completed: the leak's update of the page was not "
+                  f"sent again")
+            dst.gpa = src.gpa
+            dst.g.qmp("cont")
+            time.sleep(1)
+            check(vmclock_generation(dst) == sent,
+                  "the live migration itself moved the counter (leak-on-migration is off)")
+            no_splat(dst.g, "destination")
+        except Exception:
+            dst.g.report_failure("s16 destination")
+            raise
+        finally:
+            dst.kill()
+    finally:
+        os.unlink(path)
+    return 2, "n/a", [f"counter {before} -> {sent} by a leak declared after "
+                      f"{syncs_at_leak - 1} passes over RAM; the destination loaded {got}"]
+
+
 SCENARIOS = [
     (1, "savevm, original resumes", s1_savevm),
     (2, "loadvm of that snapshot", s2_loadvm),
@@ -1307,6 +1477,9 @@ SCENARIOS = [
     (12, "a snapshot between a leak and the re-arm", s12_rearm_window),
     (13, f"VMClock: {CLONES} clones, vmclock alone and with virtio-rng", s13_vmclock),
     (14, "migration between the rows' QEMUs, 7.2 -> 10.0 -> 7.2", s14_cross_row),
+    (15, "packed rings: a held request's descriptors migrate", s15_packed),
+    (16, "vmclock: a leak during a live migration reaches the destination",
+     s16_vmclock_live),
 ]
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""vmclock_peer.py - the peer of issue 16: Linux 7.x's VMClock generation counter.
+"""vmclock_peer.py - the peer: Linux 7.x's VMClock generation counter.
 
 usage: vmclock_peer.py [--kernel VMLINUZ] [--initrd CPIO] [--clones N] [--settle S]
                        [--modes epoch,pstream,stream,vstream] [--json FILE]
@@ -50,7 +50,8 @@ PROGRAM = "scenario_vmclock_peer"
 # notification on (hw_compat_10_0 turns both off for pc-i440fx-10.0 and older); the
 # 'pc' of vmharness is its alias.  Checked over QMP on every source.
 MACHINE = "pc-i440fx-10.1"
-VMCLOCK = "vmclock,id=vclk"
+# The clones are restores started with -incoming: leak-on-migration=on (run.VMCLOCK)
+VMCLOCK = "vmclock,id=vclk,leak-on-migration=on"
 KERNEL7 = os.path.join(vm.BUILD, "upstream-kernel-7", "vmlinuz")
 INITRD7 = os.path.join(vm.BUILD, "guest-7", "initramfs.cpio.gz")
 SMP = 2                 # the agent on one vCPU, the interrupts on the other (scenario 11)
