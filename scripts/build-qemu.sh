@@ -24,11 +24,13 @@
 #   no build.ninja; the scripts that run ninja there use the binaries as they are, and
 #   the first change to the tree configures and builds it for real.
 #   RESEED_BUILD_CACHE= (empty) turns it off, as it does the kernel's.
-#   RESEED_QEMU_SANITIZE=1 configures with ASan and UBSan.
-#   RESEED_QEMU_FUZZ=1 builds QEMU's libFuzzer target qemu-fuzz-x86_64 instead, with
-#   Debian's clang, ASan and UBSan (docs/devel/testing/fuzzing.rst; scripts/fuzz.sh);
-#   RESEED_QEMU_FUZZ=coverage the same with clang's source-based coverage and no
-#   sanitizer, to replay a corpus and count the lines it reached.
+#   RESEED_QEMU_SANITIZE=1 or RESEED_QEMU_FUZZ=1: one build for both, with Debian's
+#   clang, ASan, UBSan and --enable-fuzzing: the same binaries and qtests, instrumented,
+#   and beside them QEMU's libFuzzer target qemu-fuzz-x86_64 (docs/devel/testing/
+#   fuzzing.rst; scripts/fuzz.sh), as QEMU's own CI job build-oss-fuzz builds and tests
+#   it.  Two builds, GCC's sanitizers and clang's fuzzer, cost one more QEMU compile.
+#   RESEED_QEMU_FUZZ=coverage builds the fuzz target alone, with clang's source-based
+#   coverage and no sanitizer, to replay a corpus and count the lines it reached.
 case "${1:-}" in -h | --help)
 	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 esac
@@ -59,11 +61,12 @@ if [ "$major" -ge 8 ]; then
 	extra_config=(--python=/usr/bin/python3 --disable-install-blobs)
 fi
 
-# RESEED_QEMU_SANITIZE=1 (make SANITIZE=1, make check-asan): AddressSanitizer and
-# UndefinedBehaviorSanitizer, in an object directory of its own (the Makefile's).
-# QEMU 9 and later have one switch each.  QEMU 7.2's --enable-sanitizers probes UBSan
-# with a program that GCC 12 warns about under -Werror, and leaves it out: add it.
+# RESEED_QEMU_SANITIZE=1 (make SANITIZE=1, make check-asan) and RESEED_QEMU_FUZZ=1
+# (make fuzz-build): AddressSanitizer, UndefinedBehaviorSanitizer and the fuzzer's
+# coverage instrumentation, in an object directory of its own (the Makefile's).  QEMU 9
+# and later have one switch each; QEMU 7.2's --enable-sanitizers is both.
 fuzz=${RESEED_QEMU_FUZZ:-}
+[ -z "${RESEED_QEMU_SANITIZE:-}" ] || [ -n "$fuzz" ] || fuzz=1
 if [ -n "$fuzz" ]; then
 	extra_config+=(--enable-fuzzing)
 	if [ "$fuzz" = coverage ]; then
@@ -73,13 +76,6 @@ if [ -n "$fuzz" ]; then
 		extra_config+=(--enable-asan --enable-ubsan)
 	else
 		extra_config+=(--enable-sanitizers)
-	fi
-elif [ -n "${RESEED_QEMU_SANITIZE:-}" ]; then
-	if [ "$major" -ge 9 ]; then
-		extra_config+=(--enable-asan --enable-ubsan)
-	else
-		extra_config+=(--enable-sanitizers --extra-cflags=-fsanitize=undefined
-			--extra-ldflags=-fsanitize=undefined)
 	fi
 fi
 
@@ -113,7 +109,10 @@ flock 9
 qtests=(tests/qtest/qos-test tests/qtest/sev-snp-responder-test)
 [ ! -f "$src/tests/qtest/vmclock-test.c" ] || qtests+=(tests/qtest/vmclock-test)
 targets=(qemu-system-x86_64 qemu-img "${qtests[@]}")
-[ -z "$fuzz" ] || targets=(qemu-fuzz-x86_64)
+case $fuzz in
+coverage) targets=(qemu-fuzz-x86_64) ;;
+?*) targets+=(qemu-fuzz-x86_64) ;;
+esac
 kept=("${targets[@]}" qemu-bundle/usr/local/share/qemu/keymaps)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/reseed-lab/qemu
 [ -n "${RESEED_BUILD_CACHE-on}" ] || cache=
@@ -152,7 +151,7 @@ else
 	echo "$state" >"$obj/.reseed-built"
 
 	# Into the build cache, whole or not at all; the eight newest stay (per row: plain,
-	# ASan, fuzz, coverage).
+	# sanitizers and fuzz, coverage).
 	if [ -n "$cache" ] && [ ! -f "$cache/$key/.complete" ] && mkdir -p "$cache"; then
 		tmp=$(mktemp -d "$cache/.new.XXXXXX")
 		for f in "${kept[@]}"; do

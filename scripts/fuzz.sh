@@ -9,11 +9,15 @@
 #   declares an entropy leak while the VM runs or is stopped:
 #
 #     virtio-rng-leak    virtio-rng-pci with the leak queues: every register, DMA, leaks
+#     virtio-rng-leak-packed  the same with packed rings and no indirect descriptors
+#                        (the held requests' descriptor counts, and what migrates of them)
+#     virtio-rng-leak-in-order  the same with in_order (QEMU 9.1 and later)
 #     sev-snp-responder  the fake SEV-SNP PSP: every register, the doorbell, the message
 #                        pages (a fixed VMPCK0, so that the seeds' requests decrypt)
 #
 #   The working corpus, OUTDIR/TARGET/corpus, starts from the seed corpus in the tree
-#   (fuzz/corpus/TARGET, scripts/fuzz-corpus.py) and keeps what each run adds.  Prints,
+#   (fuzz/corpus/TARGET, scripts/fuzz-corpus.py; the variants use virtio-rng-leak's)
+#   and keeps what each run adds.  Prints,
 #   per target, execs, execs per second, coverage (libFuzzer's edge count) and new
 #   inputs; a crash input is kept in OUTDIR/TARGET/ and the line is 'not ok'.  Each
 #   run is added to OUTDIR/TARGET/ledger.tsv, whose total is the figure docs/robustness.md gives.
@@ -27,7 +31,7 @@ shift 3
 top=$(cd "$(dirname "$0")/.." && pwd)
 certs=$top/build/snp
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(virtio-rng-leak sev-snp-responder)
+[ ${#targets[@]} -gt 0 ] || targets=(virtio-rng-leak virtio-rng-leak-packed sev-snp-responder)
 "$top/scripts/snp-certs.sh" "$certs" >/dev/null
 
 # The qtests' fixed VMPCK0, which scripts/fuzz-corpus.py encrypts the seeds with
@@ -40,6 +44,10 @@ machine="-M pc,acpi=off -nodefaults"
 # virtqueue_get_avail_bytes(), took up to 100 s; qemu-patches/*/0028 bounds that walk.)
 args_virtio_rng_leak="$machine -device virtio-rng-pci,id=rng0,ioeventfd=off"
 objects_virtio_rng_leak="virtio*"
+args_virtio_rng_leak_packed="$args_virtio_rng_leak,packed=on,indirect_desc=off"
+objects_virtio_rng_leak_packed=$objects_virtio_rng_leak
+args_virtio_rng_leak_in_order="$args_virtio_rng_leak,in_order=on"
+objects_virtio_rng_leak_in_order=$objects_virtio_rng_leak
 args_sev_snp_responder="$machine -device sev-snp-responder,vcek-key=$certs/vcek.key,\
 vcek-cert=$certs/vcek.der,ask-cert=$certs/ask.der,ark-cert=$certs/ark.der,vmpck0=$vmpck0"
 objects_sev_snp_responder="sev-snp-responder*"
@@ -57,6 +65,9 @@ for t in "${targets[@]}"; do
 	mkdir -p "$dir/corpus"
 	log=$dir/last.log
 	rm -f "$dir"/crash-* "$dir"/leak-* "$dir"/timeout-* "$dir"/oom-*
+	# The ring-layout variants start from the device's seeds.
+	seeds=$top/fuzz/corpus/$t
+	case $t in virtio-rng-leak-*) seeds=$top/fuzz/corpus/virtio-rng-leak ;; esac
 	# Reports abort; leaks are not looked for (QEMU frees little at exit, and LSan
 	# takes most of the time); a double fetch of guest memory gets the same bytes.
 	rc=0 start=$SECONDS
@@ -65,7 +76,7 @@ for t in "${targets[@]}"; do
 	QEMU_AVOID_DOUBLE_FETCH=1 QEMU_FUZZ_ARGS="${!a}" QEMU_FUZZ_OBJECTS="${!o}" \
 		"$bin" --fuzz-target=generic-fuzz -detect_leaks=0 -max_len=8192 \
 		-max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$dir/" \
-		"$dir/corpus" "$top/fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
+		"$dir/corpus" "$seeds" >"$log" 2>&1 || rc=$?
 	# The time it ran: a run stopped early (SIGINT to the fuzzer, status 72, final stats
 	# still printed) is counted for what it did, not for what it was given.
 	ran=$((SECONDS - start))
