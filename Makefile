@@ -25,16 +25,19 @@ SRC        := $(BUILD)/src
 STAMP      := $(BUILD)/stamp
 QEMU_SRC   := $(SRC)/qemu-$(QV)
 LINUX_SRC  := $(SRC)/linux-$(R)
-# make SANITIZE=1 ...: the same QEMU with ASan and UBSan, in its own build directory.
+# make SANITIZE=1 ...: the same QEMU built by clang with ASan, UBSan and --enable-fuzzing,
+# in its own build directory; the same build has QEMU's libFuzzer target (make fuzz).
+# One build serves the sanitizer qtests and the fuzzer (scripts/build-qemu.sh).
 QEMU_SAN_OBJ := $(BUILD)/qemu-$(QV)-san
 QEMU_OBJ   := $(if $(SANITIZE),$(QEMU_SAN_OBJ),$(BUILD)/qemu-$(QV))
-# make fuzz: QEMU's libFuzzer target (clang, ASan, UBSan), in its own build directory.
-QEMU_FUZZ_BIN := $(BUILD)/qemu-$(QV)-fuzz/qemu-fuzz-x86_64
+QEMU_FUZZ_BIN := $(QEMU_SAN_OBJ)/qemu-fuzz-x86_64
 FUZZ_SECONDS ?= 600
 # 'make check' fuzzes each target of the newest row this long, side by side (docs/robustness.md,
 # "Fuzzing")
 CHECK_FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := virtio-rng-leak sev-snp-responder
+# virtio-rng-leak also with packed rings, and with in_order where QEMU has it (9.1)
+FUZZ_TARGETS := virtio-rng-leak virtio-rng-leak-packed \
+	$(if $(filter 7.%,$(QV)),,virtio-rng-leak-in-order) sev-snp-responder
 QEMU_BIN   := $(QEMU_OBJ)/qemu-system-x86_64
 # make KASAN=1 ...: the same kernel with KASAN, in its own build directory
 # (docs/robustness.md, "Guest kernel debug options").
@@ -85,7 +88,7 @@ STAGE := scripts/stage.sh
 DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 
 .DEFAULT_GOAL := all
-.PHONY: all help deps sources build-each-patch check-series check-help qemu kernel guest certs check check-row demo bench libvirt audit \
+.PHONY: all help deps sources build-each-patch check-series check-help spec-check spec-map qemu kernel guest certs check check-row demo bench libvirt audit \
 	check-asan check-asan-row fuzz fuzz-build fuzz-coverage \
 	guest-test scenarios export-patches clean distclean FORCE
 
@@ -150,7 +153,7 @@ $(QEMU_BIN): $(QEMU_SRC)/.git/reseed-series FORCE
 # The fuzzing build of the same tree (scripts/fuzz.sh)
 fuzz-build: $(QEMU_FUZZ_BIN) ## build the row's QEMU fuzz target (libFuzzer, clang, ASan, UBSan)
 $(QEMU_FUZZ_BIN): $(QEMU_SRC)/.git/reseed-series FORCE | $(STAMP)/deps
-	@RESEED_QEMU_FUZZ=1 $(STAGE) qemu[$(QV)-fuzz] \
+	@RESEED_QEMU_FUZZ=1 $(STAGE) qemu[$(QV)-san] \
 		scripts/build-qemu.sh $(QEMU_SRC) $(@D) '$(MESON_DEB_VERSION)'
 
 # --- 5. the guest kernel: tinyconfig + the fragments, KUnit built in.  The script
@@ -208,7 +211,25 @@ $(UPSTREAM_VMLINUZ): versions.mk scripts/fetch-kernel.sh | $(STAMP)/deps
 # build time; a warm one restores it from the caches in seconds.  Its log is
 # build/prebuild-<row>.log; check-row of that row waits for it, then finds it built (or
 # builds, and reports, what failed).
-check: ## build and test every row (ROW=...: one); ends with 'N passed, N failed'
+# make check SUITES=qtest,guest: only those suites, by the names 'make check' prints
+# (without the row); unset, all of them.  A recipe line '$(call skip,NAME) || ...' runs only
+# when NAME is one of them.
+SUITE_NAMES := qtest qtest-asan fuzz guest guest-leak-off guest-dma guest-bounce attest \
+	hostile differential migrate-unpatched scenario libvirt report series conformance spec help
+SUITE_LIST  := $(subst $(comma), ,$(SUITES))
+ifneq ($(filter-out $(SUITE_NAMES),$(SUITE_LIST)),)
+$(error SUITES=$(SUITES): no suite named $(filter-out $(SUITE_NAMES),$(SUITE_LIST)); the suites are: $(SUITE_NAMES))
+endif
+skip = $(if $(SUITES),$(if $(filter $(1),$(SUITE_LIST)),false,true),false)
+
+# make check-qtest, check-guest, check-scenario, ...: one suite (check SUITES=NAME), every row
+# or ROW=; check-series and check-help are the stages of their own (below).
+ONE_SUITE := $(addprefix check-,$(filter-out series help,$(SUITE_NAMES))) check-scenarios
+.PHONY: $(ONE_SUITE)
+$(ONE_SUITE):
+	@$(MAKE) --no-print-directory check SUITES=$(patsubst scenarios,scenario,$(@:check-%=%))
+
+check: ## build and test every row (ROW=...: one; SUITES=a,b: only those); ends with 'N passed, N failed'
 	@rm -rf $(RESULTS_ALL) && mkdir -p $(RESULTS_ALL)
 	@failed=; bg=; set -- $(CHECK_ROWS); \
 	while [ $$# -gt 0 ]; do \
@@ -222,20 +243,28 @@ check: ## build and test every row (ROW=...: one); ends with 'N passed, N failed
 		fi; \
 		$(MAKE) --no-print-directory check-row ROW=$$r || failed="$$failed $$r"; \
 	done; \
-	$(STAGE) check-spec scripts/tap-step.sh $(RESULTS_ALL)/spec.tap \
-		"docs/spec: rng-leak.md and statements.tsv agree with rng-leak.tex" \
-		scripts/spec-md.py --check docs/spec/statements.tsv docs/spec/rng-leak.tex \
-		docs/spec/rng-leak.md; \
-	$(if $(DRY_RUN),,$(STAGE) check-help scripts/check-help.sh $(RESULTS_ALL)/help.tap || true;) \
+	$(call skip,spec) || $(STAGE) check-spec scripts/tap-step.sh $(RESULTS_ALL)/spec.tap \
+		"docs/spec: rng-leak.md, statements.tsv and conformance-map.md agree with rng-leak.tex" \
+		$(MAKE) --no-print-directory spec-check; \
+	$(if $(DRY_RUN),,$(call skip,help) || $(STAGE) check-help scripts/check-help.sh \
+		$(RESULTS_ALL)/help.tap || true;) \
 	$(if $(DRY_RUN),exit 0;) scripts/summary.py $(RESULTS_ALL) $(CHECK_ROWS) || exit 1; \
 	[ -z "$$failed" ] || { echo "check: the build of row(s)$$failed failed"; exit 1; }
 
 # Every program of the tree answers -h and --help, and writes nothing (build/ included:
 # run it when nothing else builds there).
+# The spec's text, its statements and the committed map agree: no build, seconds.
+spec-check: ## docs/spec: rng-leak.md, statements.tsv, conformance-map.md and the counts agree
+	scripts/spec-md.py --check docs/spec/statements.tsv docs/spec/rng-leak.tex docs/spec/rng-leak.md
+	scripts/conformance.py --map docs/spec/statements.tsv docs/spec/conformance-map.md --check
+
+spec-map: ## regenerate docs/spec/conformance-map.md from statements.tsv
+	scripts/conformance.py --map docs/spec/statements.tsv docs/spec/conformance-map.md
+
 check-help: ## every script's -h/--help: exit 0, usage printed, nothing written
 	@mkdir -p $(RESULTS_ALL) && scripts/check-help.sh $(RESULTS_ALL)/help.tap
 
-# QEMU under AddressSanitizer and UndefinedBehaviorSanitizer (issue 15): reports abort.
+# QEMU under AddressSanitizer and UndefinedBehaviorSanitizer: reports abort.
 SANITIZER_OPTS := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1
 # What either sanitizer prints when it reports (grep -E).
@@ -245,65 +274,65 @@ SANITIZER_REPORT := ERROR: AddressSanitizer|runtime error:|SUMMARY: UndefinedBeh
 CHECK_ASAN_ROWS := $(DEFAULT_ROW)
 
 # virtio-rng through the DMA API (VIRTIO_F_ACCESS_PLATFORM, no vIOMMU: direct DMA), for the
-# DMA API's debug checks and, with swiotlb=force, bounced DMA (issue 14 items 2 and 5).
+# DMA API's debug checks and, with swiotlb=force, bounced DMA.
 RNG_DMA_API := virtio-rng-pci,id=rng0,iommu_platform=on,disable-legacy=on
 
 check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suites (make check ROW=... runs it)
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
-	@mkdir -p $(RESULTS) && { nice -n 10 $(MAKE) --no-print-directory check-series ROW=$(R) \
+	@$(call skip,series) || { nice -n 10 $(MAKE) --no-print-directory check-series ROW=$(R) \
 		>$(RESULTS)/series.log 2>&1 & echo $$! >$(RESULTS)/series.pid; }
-	-@$(STAGE) check-qtest[$(R)] scripts/check-qtest.sh $(QEMU_SRC) $(QEMU_OBJ) $(RESULTS)/qtest.tap
-	-@$(if $(filter $(R),$(CHECK_ASAN_ROWS)),$(MAKE) --no-print-directory qemu ROW=$(R) SANITIZE=1 || \
+	-@$(call skip,qtest) || $(STAGE) check-qtest[$(R)] scripts/check-qtest.sh $(QEMU_SRC) $(QEMU_OBJ) $(RESULTS)/qtest.tap
+	-@$(call skip,qtest-asan) || $(if $(filter $(R),$(CHECK_ASAN_ROWS)),$(MAKE) --no-print-directory qemu ROW=$(R) SANITIZE=1 || \
 		printf '1..1\nnot ok 1 - the QEMU with ASan and UBSan did not build\n' \
 		>$(RESULTS)/qtest-asan.tap,printf '1..1\nok 1 - qtests under ASan and UBSan # SKIP %s\n' \
 		"not in make check on this row (the cold budget): make check-asan ROW=$(R)" \
 		>$(RESULTS)/qtest-asan.tap)
-	-@[ -f $(RESULTS)/qtest-asan.tap ] || { $(SANITIZER_OPTS) $(STAGE) check-qtest-asan[$(R)] \
+	-@$(call skip,qtest-asan) || [ -f $(RESULTS)/qtest-asan.tap ] || { $(SANITIZER_OPTS) $(STAGE) check-qtest-asan[$(R)] \
 		scripts/check-qtest.sh $(QEMU_SRC) $(QEMU_SAN_OBJ) $(RESULTS)/qtest-asan.tap; \
 		scripts/tap-step.sh $(RESULTS)/qtest-asan-reports.tap \
 		"no sanitizer report in the output of the qtests under ASan and UBSan" \
 		sh -c '! grep -lE "$(SANITIZER_REPORT)" $(RESULTS)/qtest-asan.log'; }
-	-@$(if $(filter $(R),$(DEFAULT_ROW)),$(MAKE) --no-print-directory fuzz-build ROW=$(R) || \
+	-@$(call skip,fuzz) || $(if $(filter $(R),$(DEFAULT_ROW)),$(MAKE) --no-print-directory fuzz-build ROW=$(R) || \
 		printf '1..1\nnot ok 1 - the QEMU fuzz target did not build\n' >$(RESULTS)/fuzz.tap,:)
-	-@$(if $(filter $(R),$(DEFAULT_ROW)),[ -f $(RESULTS)/fuzz.tap ] || $(STAGE) check-fuzz[$(R)] \
+	-@$(call skip,fuzz) || $(if $(filter $(R),$(DEFAULT_ROW)),[ -f $(RESULTS)/fuzz.tap ] || $(STAGE) check-fuzz[$(R)] \
 		sh -c '$(foreach t,$(FUZZ_TARGETS),scripts/fuzz.sh $(QEMU_FUZZ_BIN) \
 		$(CHECK_FUZZ_SECONDS) $(BUILD)/fuzz/$(QV) $(t) >$(RESULTS)/fuzz-$(t).tap & ) wait',:)
-	-@$(STAGE) check-guest[$(R)] scripts/guest-test.py --kunit --name check-guest \
+	-@$(call skip,guest) || $(STAGE) check-guest[$(R)] scripts/guest-test.py --kunit --name check-guest \
 		--tap $(RESULTS)/guest.tap $(subst $(eval) ,$(comma),$(GUEST_TESTS))
-	-@$(STAGE) check-guest-leak-off[$(R)] scripts/guest-test.py --name check-guest-leak-off \
+	-@$(call skip,guest-leak-off) || $(STAGE) check-guest-leak-off[$(R)] scripts/guest-test.py --name check-guest-leak-off \
 		--device virtio-rng-pci,id=rng0,leak=off --tap $(RESULTS)/guest-leak-off.tap epoch_abi
-	-@$(STAGE) check-guest-dma[$(R)] scripts/guest-test.py --name check-guest-dma \
+	-@$(call skip,guest-dma) || $(STAGE) check-guest-dma[$(R)] scripts/guest-test.py --name check-guest-dma \
 		--device $(RNG_DMA_API) --tap $(RESULTS)/guest-dma.tap epoch_abi
-	-@$(STAGE) check-guest-bounce[$(R)] scripts/guest-test.py --name check-guest-bounce \
+	-@$(call skip,guest-bounce) || $(STAGE) check-guest-bounce[$(R)] scripts/guest-test.py --name check-guest-bounce \
 		--device $(RNG_DMA_API) --append swiotlb=force --tap $(RESULTS)/guest-bounce.tap epoch_abi
-	-@$(STAGE) check-attest[$(R)] scripts/check-attest.py $(RESULTS)
-	-@$(STAGE) check-hostile[$(R)] scripts/check-hostile.py $(RESULTS)
-	-@$(STAGE) check-differential[$(R)] scripts/tap-step.sh $(RESULTS)/differential.tap \
+	-@$(call skip,attest) || $(STAGE) check-attest[$(R)] scripts/check-attest.py $(RESULTS)
+	-@$(call skip,hostile) || $(STAGE) check-hostile[$(R)] scripts/check-hostile.py $(RESULTS)
+	-@$(call skip,differential) || $(STAGE) check-differential[$(R)] scripts/tap-step.sh $(RESULTS)/differential.tap \
 		"io_uring_sysctl: same results on our $(R) and on Debian's $(UPSTREAM_KERNEL_PACKAGE)" \
 		scripts/differential.sh io_uring_sysctl $(BZIMAGE) $(UPSTREAM_VMLINUZ) $(INITRAMFS)
-	-@$(STAGE) check-migrate-unpatched[$(R)] scripts/check-migrate-unpatched.py \
+	-@$(call skip,migrate-unpatched) || $(STAGE) check-migrate-unpatched[$(R)] scripts/check-migrate-unpatched.py \
 		$(RESULTS)/migrate-unpatched.tap
-	-@$(STAGE) check-scenarios[$(R)] snapshot-scenarios/run.py --tap $(RESULTS)/scenario.tap
-	-@$(if $(filter $(R),$(DEFAULT_ROW)),$(STAGE) check-libvirt[$(R)] \
+	-@$(call skip,scenario) || $(STAGE) check-scenarios[$(R)] snapshot-scenarios/run.py --tap $(RESULTS)/scenario.tap
+	-@$(call skip,libvirt) || $(if $(filter $(R),$(DEFAULT_ROW)),$(STAGE) check-libvirt[$(R)] \
 		snapshot-scenarios/libvirt_scenarios.py --tap $(RESULTS)/libvirt.tap \
 		--json $(RESULTS)/libvirt.json,printf '1..1\nok 1 - libvirt scenarios # SKIP %s\n' \
 		"newest row only in make check (the cold budget): make libvirt ROW=$(R)" \
 		>$(RESULTS)/libvirt.tap)
-	-@$(if $(filter $(R),$(DEFAULT_ROW)),$(STAGE) check-report[$(R)] scripts/check-report.py \
+	-@$(call skip,report) || $(if $(filter $(R),$(DEFAULT_ROW)),$(STAGE) check-report[$(R)] scripts/check-report.py \
 		--tap $(RESULTS)/report.tap --clones 2 $(RESULTS)/report \
 		$(abspath $(BZIMAGE))=safe $(UPSTREAM_VMLINUZ)='!safe',printf \
 		'1..1\nok 1 - the audit and its report # SKIP %s\n' \
 		"newest row only in make check (the cold budget): make audit ROW=$(R) KERNEL=..." \
 		>$(RESULTS)/report.tap)
-	@pid=$$(cat $(RESULTS)/series.pid 2>/dev/null); \
-		while [ -n "$$pid" ] && kill -0 $$pid 2>/dev/null; do sleep 2; done; \
+	@pid=$$(cat $(RESULTS)/series.pid 2>/dev/null); [ -n "$$pid" ] || exit 0; \
+		while kill -0 $$pid 2>/dev/null; do sleep 2; done; \
 		echo "==> check-series[$(R)] (beside the suites, nice 10): $(RESULTS)/series.log"; \
 		cat $(RESULTS)/series.log
-	-@$(STAGE) check-conformance[$(R)] scripts/tap-step.sh $(RESULTS)/zz-conformance.tap \
+	-@$(call skip,conformance) || $(STAGE) check-conformance[$(R)] scripts/tap-step.sh $(RESULTS)/zz-conformance.tap \
 		"conformance: every normative statement has a passing test ($(RESULTS)/conformance.md)" \
 		scripts/conformance.py docs/spec/statements.tsv $(RESULTS) $(RESULTS)/conformance.md
 
-# --- QEMU under AddressSanitizer and UndefinedBehaviorSanitizer (issue 15): 'make check'
+# --- QEMU under AddressSanitizer and UndefinedBehaviorSanitizer: 'make check'
 # runs the qtests under it; this adds scenarios 1-3 and 9 (docs/robustness.md, "Sanitizers").
 SAN_RESULTS := $(RESULTS_ALL)-san/$(R)
 check-asan: ## our QEMU with ASan+UBSan: qtests, scenarios 1-3 and 9, zero reports (ROW=...)
@@ -327,7 +356,7 @@ check-asan-row: qemu kernel guest $(SNP_CERTS)
 fuzz: fuzz-build $(SNP_CERTS) ## fuzz the devices, FUZZ_SECONDS (600) per target (ROW=...)
 	@mkdir -p $(RESULTS_ALL)-fuzz
 	set -o pipefail; scripts/fuzz.sh $(QEMU_FUZZ_BIN) $(FUZZ_SECONDS) $(BUILD)/fuzz/$(QV) \
-		| tee $(RESULTS_ALL)-fuzz/$(R).tap
+		$(FUZZ_TARGETS) | tee $(RESULTS_ALL)-fuzz/$(R).tap
 
 # The same target with clang's source coverage, to count the lines the corpus reaches
 QEMU_COV_OBJ := $(BUILD)/qemu-$(QV)-cov
@@ -342,11 +371,20 @@ fuzz-coverage: $(SNP_CERTS) ## line coverage of our devices by the fuzz corpus (
 scenarios: qemu guest $(UPSTREAM_VMLINUZ) ## run the snapshot scenarios: make scenarios [KERNEL=img] [ONLY=3,6]
 	snapshot-scenarios/run.py $(if $(KERNEL),--kernel $(KERNEL)) $(if $(ONLY),--only $(ONLY))
 
-audit: qemu guest ## is a guest kernel clone-safe? make audit KERNEL=/boot/vmlinuz-V [MODULES=/lib/modules/V] [CLONES=4]
+# The arguments are checked before anything is built.  scripts/audit.py exits 0 clone-safe,
+# 1 racy, 2 unsafe, 3 no verdict; make itself exits 0 only for clone-safe.
+audit: ## is a guest kernel clone-safe? make audit KERNEL=/boot/vmlinuz-V [MODULES=/lib/modules/V] [CLONES=4] [OUT=DIR]
 	@test -n "$(KERNEL)" || { echo "usage: make audit KERNEL=BZIMAGE [MODULES=DIR] [CLONES=N]" \
-		"[ROW=...]: measures the kernel's clone safety, writes $(BUILD)/report/index.html"; exit 2; }
+		"[OUT=DIR] [ROW=...]: measures the kernel's clone safety, writes a report to OUT" \
+		"(default build/audit/NAME-VERSION)" >&2; exit 2; }
+	@test -f "$(KERNEL)" || { echo "audit: no such kernel: KERNEL=$(KERNEL)" >&2; exit 2; }
+	@test -z "$(MODULES)" || test -d "$(MODULES)" || \
+		{ echo "audit: no such modules directory: MODULES=$(MODULES)" >&2; exit 2; }
+	@case "$(CLONES)" in ""|[2-9]|[1-9][0-9]) ;; *) echo "audit: CLONES=$(CLONES):" \
+		"a number of clones from 2 to 99" >&2; exit 2 ;; esac
+	@$(MAKE) --no-print-directory qemu guest ROW=$(R)
 	scripts/audit.py --kernel $(KERNEL) $(if $(MODULES),--modules $(MODULES)) \
-		$(if $(CLONES),--clones $(CLONES)) --out $(BUILD)/report
+		$(if $(CLONES),--clones $(CLONES)) $(if $(OUT),--out $(OUT))
 
 libvirt: qemu guest ## the scenarios through a private libvirtd: make libvirt [CLONES=32] [ONLY=clones]
 	snapshot-scenarios/libvirt_scenarios.py $(if $(CLONES),--clones $(CLONES)) \
@@ -369,7 +407,7 @@ clean: ## remove test results and guest run directories (keeps the builds)
 distclean: ## remove build/ entirely (sources, builds, stamps)
 	rm -rf $(BUILD)
 
-# --- the peer of issue 16: Debian's prebuilt Linux 7 cloud kernel, whose ptp_vmclock maps
+# --- the VMClock peer: Debian's prebuilt Linux 7 cloud kernel, whose ptp_vmclock maps
 # VMClock's vm_generation_counter into user space, across clones of one saved state
 # (snapshot-scenarios/vmclock_peer.py).  Its own initramfs: the peer program and the
 # modules (ptp_vmclock and what it depends on) that guest/init loads before it.
@@ -384,6 +422,6 @@ $(PEER_INITRAMFS): $(GUEST)/bin/scenario_vmclock_peer $(UPSTREAM7)/vmlinuz guest
 		$$(sed 's|^|$(UPSTREAM7)/modules/|' $(UPSTREAM7)/modules/order)
 # The same program, then, on the row's own kernel (its initramfs carries it; 0029 gives it
 # the same /dev/vmclock0): the peer's figures next to ours.
-peer-vmclock: qemu guest $(PEER_INITRAMFS) ## Linux 7's VMClock counter as the clones' guard (issue 16's peer), then ours
+peer-vmclock: qemu guest $(PEER_INITRAMFS) ## Linux 7's VMClock counter as the clones' guard (the peer), then ours
 	snapshot-scenarios/vmclock_peer.py --kernel $(UPSTREAM7)/vmlinuz --initrd $(PEER_INITRAMFS)
 	snapshot-scenarios/vmclock_peer.py --kernel $(BZIMAGE) --initrd $(INITRAMFS)

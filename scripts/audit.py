@@ -11,7 +11,8 @@ snapshot-scenarios/run.py measures, per mechanism the hypervisor can offer:
 
   none          no device that signals a restore
   vmgenid       -device vmgenid (the ACPI VM generation ID; the kernel reseeds when told)
-  VMClock       -device vmclock (its vm_generation_counter; QEMU 10.0's row)
+  VMClock       -device vmclock,leak-on-migration=on (its vm_generation_counter; QEMU
+                10.0's row; the clones are restores started with -incoming)
   leak queues   virtio-rng with VIRTIO_RNG_F_LEAK (this tree's device)
 
 Each: one guest streams getrandom(8) (the syscall; the vDSO's too where the kernel has
@@ -22,7 +23,12 @@ feature negotiated), not by what QEMU offered.  Then, where the kernel has the R
 (RNDEPOCH), the atomicity figure: final - N over --clones clones with every device on.
 
 Writes DIR/index.html (the verdict in one sentence, a chart, the numbers; one file, no
-JavaScript, works offline), DIR/chart.svg (matplotlib) and DIR/report.json.
+JavaScript, works offline), DIR/chart.svg (matplotlib) and DIR/report.json (its fields:
+docs/operators.md, "report.json").  DIR is --out, by default build/audit/NAME-VERSION
+for the kernel file NAME of that version: one per kernel, never the demo's build/report.
+
+Exit status: 0 clone-safe, 1 not clone-safe by design (racy), 2 not clone-safe,
+3 no verdict (bad arguments, or the audit failed).
 """
 
 import argparse
@@ -88,11 +94,34 @@ def build_initramfs(out, row, modules):
     return initrd, picked, absent
 
 
+# Exit status: the verdict's level, or ERROR for anything that kept the audit from one.
+EXIT = {"safe": 0, "racy": 1, "unsafe": 2}
+ERROR = 3
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse exits 2 on a usage error, which here means 'unsafe'."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(ERROR)
+
+
+def default_out(kernel, version):
+    """build/audit/NAME-VERSION: one folder per kernel, never the demo's build/report."""
+    name = f"{os.path.basename(kernel)}-{version.split()[0] if version else 'unknown'}"
+    return os.path.join(TOP, "build", "audit", re.sub(r"[^A-Za-z0-9._+-]", "_", name))
+
+
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    p = Parser(description=__doc__.split("\n")[1],
+               epilog="Exit status: 0 clone-safe, 1 not clone-safe by design (racy), "
+                      "2 not clone-safe, 3 no verdict (bad arguments, a failure).")
     p.add_argument("--kernel", required=True, help="the guest kernel (bzImage) to audit")
     p.add_argument("--modules", help="its modules directory (lib/modules/VERSION)")
-    p.add_argument("--out", default=os.path.join(TOP, "build", "report"))
+    p.add_argument("--out", help="where the report goes (default: build/audit/NAME-VERSION,"
+                   " per kernel)")
     p.add_argument("--clones", type=int, default=4, help="clones per mechanism (4)")
     p.add_argument("--row", default=os.environ.get("RESEED_ROW"),
                    help="which row's QEMU and initramfs (default: the newest)")
@@ -104,11 +133,11 @@ def main():
         p.error(f"no such kernel: {a.kernel}")
     if a.modules and not os.path.isdir(a.modules):
         p.error(f"no such modules directory: {a.modules}")
-    out = os.path.abspath(a.out)
+    version = kernel_version(kernel)
+    out = os.path.abspath(a.out or default_out(kernel, version))
     os.makedirs(out, exist_ok=True)
     t_start = time.monotonic()
     steps = 8
-    version = kernel_version(kernel)
     progress(1, steps, f"kernel {version} ({kernel})")
 
     row = a.row or default_row()
@@ -219,7 +248,7 @@ def main():
     progress(8, steps, f"report: {os.path.join(out, 'index.html')} "
              f"({report['seconds']:.0f} s)")
     print(f"verdict: {verdict}")
-    return 0
+    return EXIT[level]
 
 
 def chart(report, path):
@@ -253,6 +282,21 @@ def chart(report, path):
     fig.tight_layout()
     fig.savefig(path, format="svg")
     plt.close(fig)
+
+
+# What an operator does about each verdict (also docs/operators.md).
+ADVICE = {
+    "safe": "keep the mechanism that made it safe on for this guest (the leak queues, or "
+            "VMClock with leak-on-migration=on for restores), and have user-space "
+            "generators reseed at the RNG epoch: a TLS library keeps its own generator "
+            "state, which the kernel cannot reach.",
+    "racy": "the kernel reseeds only after the vCPUs run, so a clone can hand out bytes "
+            "from before the reseed, and user space gets no atomic signal. Use a kernel "
+            "with the RNG epoch and the leak queues, or restore each snapshot only once.",
+    "unsafe": "do not clone this guest or restore one snapshot of it more than once. Give "
+              "it a mechanism (at least vmgenid, better the leak queues with a kernel that "
+              "has the RNG epoch), and reseed or regenerate what runs in it after a restore.",
+}
 
 
 def write_html(report, out):
@@ -296,6 +340,7 @@ th {{ background: #eee; }}
 </style></head><body>
 <h1>Clone-safety audit</h1>
 <p class="verdict" id="verdict">{e(report['verdict'])}</p>
+<p id="advice"><b>What to do:</b> {e(ADVICE[report['level']])}</p>
 <h2>Outputs shared after resume, per mechanism</h2>
 {svg}
 <p class="note">{report['clones']} clones of one saved state per mechanism; each streams
@@ -305,6 +350,10 @@ only when the guest itself reported its driver bound (and, for the leak queues, 
 feature negotiated).</p>
 <h2>Atomicity</h2>
 <p>{atomic}</p>
+<p class="note">N is the count of loop iterations ("spins") a program in the guest had made
+when the VM was saved; final is its count when it first saw the epoch move after resume.
+final - N of 0 or 1 means it saw the move before it did any work on the old state. "In
+flight": the call that was running when the VM was saved, which clones may share.</p>
 <h2>Numbers</h2>
 <table><tr><th>mechanism</th><th>what the guest had in play</th><th>in play</th>
 <th>getrandom() syscall</th><th>vDSO getrandom()</th></tr>
@@ -326,5 +375,21 @@ scripts/audit.py.</p>
         f.write(page)
 
 
+def run_main():
+    """main(), with every way of failing mapped to ERROR: a SystemExit with a message
+    (Python's status 1 would read as 'racy'), and an exception."""
+    try:
+        return main()
+    except SystemExit as e:
+        if isinstance(e.code, int) or e.code is None:
+            raise
+        print(e.code, file=sys.stderr)
+        return ERROR
+    except Exception:      # noqa: BLE001 - no verdict, whatever went wrong
+        import traceback
+        traceback.print_exc()
+        return ERROR
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main())

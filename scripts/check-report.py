@@ -3,7 +3,10 @@
 
 usage: check-report.py --tap FILE --clones N OUT-DIR KERNEL=[!]LEVEL [KERNEL=[!]LEVEL...]
 
-For each KERNEL (a bzImage), runs scripts/audit.py into OUT-DIR/<n>/ and checks, as TAP:
+First, bad arguments (too few clones, no kernel, a kernel that is not a bzImage): each
+must end at once with status 3 and a message naming it, writing no report.  Then for
+each KERNEL (a bzImage), runs scripts/audit.py into OUT-DIR/<n>/ and checks, as TAP:
+  - the exit status is the verdict's (0 safe, 1 racy, 2 unsafe);
   - the verdict's level is LEVEL (safe, racy or unsafe; !LEVEL: any other): our kernel
     must be found clone-safe and Debian's stock kernel must not (racy or unsafe: whether
     vmgenid wins its race differs from run to run), or the audit cannot tell them apart;
@@ -25,6 +28,7 @@ import sys
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHROMIUM = "chromium-headless-shell"
 MECHANISMS = ("none", "vmgenid", "vmclock", "leak")
+EXIT = {"safe": 0, "racy": 1, "unsafe": 2}          # scripts/audit.py; 3: no verdict
 
 
 class Tap:
@@ -65,10 +69,13 @@ def check_one(tap, out, kernel, level, clones):
                         "--clones", str(clones), "--out", out], capture_output=True, text=True)
     for line in r.stdout.splitlines():
         print(f"# {line}")
-    if not tap.ok(r.returncode == 0, f"audit of {name} ran", r.stderr[-2000:]):
+    if not tap.ok(r.returncode in EXIT.values(), f"audit of {name} ran to a verdict "
+                  f"(status {r.returncode})", r.stderr[-2000:]):
         return
     with open(os.path.join(out, "report.json")) as f:
         report = json.load(f)
+    tap.ok(r.returncode == EXIT.get(report["level"]), f"{name}: exit status "
+           f"{r.returncode} is the verdict's ({report['level']})")
     if level.startswith("!"):
         tap.ok(report["level"] != level[1:], f"{name}: verdict not {level[1:]} "
                f"({report['level']})", report["verdict"])
@@ -84,6 +91,8 @@ def check_one(tap, out, kernel, level, clones):
     page_path = os.path.join(out, "index.html")
     with open(page_path) as f:
         page = f.read()
+    tap.ok('id="advice"><b>What to do:</b>' in page, f"{name}: the page says what to do "
+           f"about a {report['level']} verdict")
     external = re.findall(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//[^"' >]+""", page)
     tap.ok("<script" not in page.lower() and not external and "<svg" in page and
            "Matplotlib" in page,
@@ -103,6 +112,24 @@ def check_one(tap, out, kernel, level, clones):
            f"rendered: {shown[:200]!r}")
 
 
+def bad_arguments(tap, out, kernel):
+    """Bad arguments: status 3 (no verdict; argparse's own 2 would read as 'unsafe'), a
+    message naming the argument, no report written and no guest booted (in seconds)."""
+    script = os.path.join(TOP, "scripts", "audit.py")
+    cases = (("--clones 1", ["--kernel", kernel, "--clones", "1"], "--clones"),
+             ("a kernel that does not exist", ["--kernel", out + "/no-such-bzImage"],
+              "no such kernel"),
+             ("a file that is not a bzImage", ["--kernel", script], "not an x86 bzImage"),
+             ("no --kernel", [], "--kernel"))
+    for what, args, named in cases:
+        r = subprocess.run([script, *args, "--out", out], capture_output=True, text=True,
+                           timeout=60)
+        tap.ok(r.returncode == 3 and named in r.stderr and not os.path.exists(
+               os.path.join(out, "report.json")),
+               f"audit with {what}: status 3, the error names it, no report",
+               f"status {r.returncode}: {r.stderr[-500:]}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     p.add_argument("--tap", required=True)
@@ -111,6 +138,7 @@ def main():
     p.add_argument("kernels", nargs="+", metavar="KERNEL=LEVEL")
     a = p.parse_args()
     tap = Tap()
+    bad_arguments(tap, os.path.abspath(os.path.join(a.out, "bad")), a.kernels[0].rpartition("=")[0])
     print("# audits and their reports", flush=True)
     for i, spec in enumerate(a.kernels):
         kernel, _, level = spec.rpartition("=")
