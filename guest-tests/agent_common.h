@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * agent_common.h - what the guest agents of snapshot-scenarios/ share: scenario_agent
- * (ours) and scenario_vmclock_peer (the Linux 7 peer of issue 16).
+ * (ours) and scenario_vmclock_peer (the Linux 7 peer).
  *
  * The agent page that the host reads from guest memory while the VM is stopped, the
  * command channel (ttyS1), the CPU pinning, and the output rings with the 'dump'

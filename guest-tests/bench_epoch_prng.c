@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * bench_epoch_prng - what the RNG epoch guard costs a user-space generator (issue 3, "Speed").
+ * bench_epoch_prng - what the RNG epoch guard costs a user-space generator (docs/benchmarks.md).
  *
  * Four ways to get 16 and 4096 random bytes: the ChaCha20 generator of epoch_prng.h
  * guarded by the epoch page (one load and compare per call, reseed when it moved), the same

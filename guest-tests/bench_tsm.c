@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * bench_tsm - attestation reports per second through configfs-tsm, and the responder's
- * own share of each (issue 6, "Speed").
+ * own share of each (docs/benchmarks.md).
  *
  * One report = mkdir, write a 64-byte inblob, read outblob, rmdir: what an attestation
  * agent does per request.  Run N reports one at a time, then with 8 threads at a time

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * epoch_abi - the user ABI of the RNG epoch (issue 3): ioctl(RNDEPOCH) on /dev/random and
+ * epoch_abi - the user ABI of the RNG epoch: ioctl(RNDEPOCH) on /dev/random and
  * /dev/urandom, the "rand:epoch" descriptor and its read-only one-page mapping.
  *
  * The epoch exists only while a notifier is registered; in this guest that is the
@@ -505,7 +505,7 @@ static int read_is_sigbus(const volatile uint64_t *p)
 }
 
 /*
- * The VM generation counter (VMClock's vm_generation_counter, issue 16): where the
+ * The VM generation counter (VMClock's vm_generation_counter): where the
  * kernel has one registered, the second page of a two-page mapping is the device's
  * page, read-only, shared and private alike, and the counter there is what
  * /dev/vmclock0 shows; where none is registered, the offset names the zero in the first

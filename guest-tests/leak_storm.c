@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * leak_storm - getrandom() while the host declares entropy leaks as fast as it can
- * (issue 15).  scripts/check-hostile.py boots the guest with virtio-rng's
+ * leak_storm - getrandom() while the host declares entropy leaks as fast as it can.
+ * scripts/check-hostile.py boots the guest with virtio-rng's
  * x-leak-storm=N (N leaks per second) and once without, and compares the rates.
  *
  * For leak_storm_seconds= (default 3) seconds it calls getrandom(32) in a loop and

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * sev_hostile - sev-guest against a hostile host (issue 15).  The host boots the guest with
+ * sev_hostile - sev-guest against a hostile host.  The host boots the guest with
  * the responder's fault injection, sev-snp-responder,x-fault=MODE, and snp_fault=MODE on
  * the kernel command line (scripts/check-hostile.py).  Every request is then answered:
  *

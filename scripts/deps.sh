@@ -34,7 +34,7 @@ packages=(
 	# shared libraries they link that the build does not bring
 	libaio1 libcapstone4 libfuse3-3 libibverbs1 libpmem1 librdmacm1 libslirp0 liburing2
 	libvdeplug2
-	# issue 17: a private libvirtd in front of our QEMU (snapshot-scenarios/libvirt.py;
+	# a private libvirtd in front of our QEMU (snapshot-scenarios/libvirt.py;
 	# the monolithic 9.0 daemon, without libvirt-daemon-system: scripts/libvirtd.sh), the
 	# report's charts (matplotlib, SVG) and the headless browser that renders the report
 	libvirt-daemon libvirt-clients python3-libvirt python3-matplotlib chromium-headless-shell
