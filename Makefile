@@ -88,7 +88,7 @@ STAGE := scripts/stage.sh
 DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 
 .DEFAULT_GOAL := all
-.PHONY: all help deps sources build-each-patch check-series check-help spec-check spec-map qemu kernel guest certs check check-row demo bench libvirt audit \
+.PHONY: all help suites deps sources build-each-patch check-series check-help spec-check spec-map qemu kernel guest certs check check-row demo bench libvirt audit \
 	check-asan check-asan-row fuzz fuzz-build fuzz-coverage \
 	guest-test scenarios export-patches clean distclean FORCE
 
@@ -100,7 +100,11 @@ all: qemu kernel guest $(SNP_CERTS) ## build the row (default: the newest), run 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
+	@echo "  check-SUITE      one suite of make check: $(addprefix check-,$(filter-out series help,$(SUITE_NAMES)))"
 	@echo "  rows: $(ROWS) (default $(DEFAULT_ROW)); pick one with ROW=..."
+
+suites: ## the names of make check's suites, for SUITES=a,b
+	@echo $(SUITE_NAMES)
 
 # --- 1. packages from Debian's archive (adds deb-src entries when missing)
 deps: $(STAMP)/deps ## install the Debian packages the build and the tests need

@@ -8,7 +8,8 @@
 #   ones.  A program passes when both exit 0, print something on standard output, and
 #   no file was written: not in those directories, not in the tree, not in build/ to
 #   four levels (run it when nothing else builds there).  One TAP line per program; a program
-#   whose source handles neither option is not run, and fails.
+#   whose source handles neither option is not run, and fails.  Last, README.md's commands:
+#   every `make TARGET` it names must be a target that 'make help' lists.
 case "${1:-}" in -h | --help)
 	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 esac
@@ -62,6 +63,24 @@ for p in "${progs[@]}"; do
 		failed=$((failed + 1))
 	fi
 done
+# The README's commands exist: every `make TARGET` it gives is a target 'make help' lists,
+# or check-SUITE for a suite 'make suites' names.
+n=$((n + 1))
+listed=$(make -s -C "$top" help | awk '{ print $1 }')
+suites=$(make -s -C "$top" suites)
+unknown=
+for t in $(grep -oE '`make [a-z][a-z0-9-]*' "$top/README.md" | awk '{ print $2 }' | sort -u); do
+	echo "$listed" | grep -qxF "$t" && continue
+	case " $suites " in *" ${t#check-} "*) [ "${t#check-}" != "$t" ] && continue ;; esac
+	unknown+=" $t"
+done
+if [ -z "$unknown" ]; then
+	echo "ok $n - README.md: every make target it names is in make help" >>"$tap.new"
+else
+	echo "not ok $n - README.md names targets make help does not list:$unknown" >>"$tap.new"
+	failed=$((failed + 1))
+fi
+sed -i "1s/.*/1..$n/" "$tap.new"
 mv "$tap.new" "$tap"
 cat "$tap"
 [ "$failed" -eq 0 ]
