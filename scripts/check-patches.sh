@@ -26,6 +26,13 @@
 #   MAINTAINERS among it) and this script: a fresh clone of an unchanged series reports
 #   the cached lines, marked so.  RESEED_BUILD_CACHE= (empty) turns it off.
 set -euo pipefail
+# Only a whole result is cached: its plan, and as many results as it plans (a results
+# folder removed while this ran leaves a file with the later lines only).
+complete() {
+	local plan
+	plan=$(sed -n '1s/^1\.\.\([0-9][0-9]*\)$/\1/p' "$1")
+	[ -n "$plan" ] && [ "$(grep -cE '^(ok|not ok) ' "$1")" -eq "$plan" ]
+}
 
 usage() { echo "usage: $0 linux|qemu SRCDIR PATCHDIR TAP" >&2; exit "${1:-2}"; }
 case "${1:-}" in -h|--help) usage 0 2>&1 ;; esac
@@ -110,7 +117,7 @@ for p in "${series[@]}"; do
 done
 mv "$tap.new" "$tap"
 cat "$tap"
-if [ $failed -eq 0 ] && [ -n "$cache" ] && mkdir -p "$cache"; then
+if [ $failed -eq 0 ] && complete "$tap" && [ -n "$cache" ] && mkdir -p "$cache"; then
 	cp "$tap" "$cache/$key.tap.tmp" && mv "$cache/$key.tap.tmp" "$cache/$key.tap"
 fi
 [ $failed -eq 0 ]

@@ -23,6 +23,13 @@
 #   compiler: a fresh clone of an unchanged series reports the cached lines, marked so.
 #   RESEED_BUILD_CACHE= (empty) turns it off.
 set -euo pipefail
+# Only a whole result is cached: its plan, and as many results as it plans (a results
+# folder removed while this ran leaves a file with the later lines only).
+complete() {
+	local plan
+	plan=$(sed -n '1s/^1\.\.\([0-9][0-9]*\)$/\1/p' "$1")
+	[ -n "$plan" ] && [ "$(grep -cE '^(ok|not ok) ' "$1")" -eq "$plan" ]
+}
 
 usage() { echo "usage: $0 SRCDIR LINUX-DEB-VERSION TAP" >&2; exit "${1:-2}"; }
 case "${1:-}" in -h|--help) usage 0 2>&1 ;; esac
@@ -204,7 +211,7 @@ for c in "${commits[@]}"; do
 	fi
 done
 mv "$tap.new" "$tap"
-if [ $failed -eq 0 ] && [ -n "$cache" ] && mkdir -p "$cache"; then
+if [ $failed -eq 0 ] && complete "$tap" && [ -n "$cache" ] && mkdir -p "$cache"; then
 	cp "$tap" "$cache/$key.tap.tmp" && mv "$cache/$key.tap.tmp" "$cache/$key.tap"
 fi
 [ $failed -eq 0 ]
