@@ -1061,15 +1061,19 @@ VMCLOCK_QUIET = "vmclock,leak-on-migration=on,notification=off"
 VMCLOCK_VDSO_CLONES = 8
 
 
+def require_vmclock():
+    devices = subprocess.run([vm.QEMU, "-device", "help"], capture_output=True, text=True)
+    if '"vmclock"' not in devices.stdout:
+        raise NotApplicable(f"this row's QEMU has no vmclock device ({vm.QEMU})")
+
+
 def s13_vmclock(ctx):
     """Clones with the vmclock device alone and with virtio-rng too: the epoch moves
     before the first instruction (final - N <= 1), the getrandom() and guarded generator
     outputs differ in every pair of clones, and so do the vDSO's getrandom() outputs after
     resume (the vDSO reads the counter too; checked without the device's notification,
     which would make the kernel reseed and hide a vDSO that does not)."""
-    devices = subprocess.run([vm.QEMU, "-device", "help"], capture_output=True, text=True)
-    if '"vmclock"' not in devices.stdout:
-        raise NotApplicable(f"this row's QEMU has no vmclock device ({vm.QEMU})")
+    require_vmclock()
     rows, vms = [], 0
     for name, short, agent in VMCLOCK_SETUPS:
         tag = f"s13-{short}"
@@ -1390,12 +1394,9 @@ def s16_vmclock_live(ctx):
     with the counter from before it (the guest saw it move, then sees it move back).  The
     migration is kept from converging (a downtime shorter than one page takes at the
     bandwidth allowed, and the agent dirtying its page) until its first pass over RAM is
-    done and the leak declared; the device is as a live
-    migration runs it (leak-on-migration off, its default), so that the destination
-    itself moves nothing."""
-    devices = subprocess.run([vm.QEMU, "-device", "help"], capture_output=True, text=True)
-    if '"vmclock"' not in devices.stdout:
-        raise NotApplicable(f"this row's QEMU has no vmclock device ({vm.QEMU})")
+    done and the leak declared; the device is as a live migration runs it
+    (leak-on-migration off, its default), so that the destination itself moves nothing."""
+    require_vmclock()
     live = {"rng": False, "extra_devices": ("vmclock",)}
     src = Agent("s16-src", kernel=ctx.kernel, **live).boot()
     path = os.path.join(vm.RUNDIR, "s16.migration")
@@ -1438,25 +1439,16 @@ def s16_vmclock_live(ctx):
     finally:
         src.kill()
     try:
-        dst = Agent("s16-dst", incoming=path, kernel=ctx.kernel, **live)
-        dst.g.start()
-        try:
-            dst.wait_migrated()
+        with clone_of(ctx, "s16", 0, src, path, **live) as dst:
             got = vmclock_generation(dst)
             check(got == sent, f"the destination's counter is {got}, the source's was {sent} "
                   f"when the migration completed: the leak's update of the page was not "
                   f"sent again")
-            dst.gpa = src.gpa
             dst.g.qmp("cont")
             time.sleep(1)
             check(vmclock_generation(dst) == sent,
                   "the live migration itself moved the counter (leak-on-migration is off)")
             no_splat(dst.g, "destination")
-        except Exception:
-            dst.g.report_failure("s16 destination")
-            raise
-        finally:
-            dst.kill()
     finally:
         os.unlink(path)
     return 2, "n/a", [f"counter {before} -> {sent} by a leak declared after "
