@@ -100,7 +100,7 @@ all: qemu kernel guest $(SNP_CERTS) ## build the row (default: the newest), run 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
-	@echo "  check-SUITE      one suite of make check: $(addprefix check-,$(filter-out series help,$(SUITE_NAMES)))"
+	@echo "  check-SUITE      one suite of make check: $(filter-out check-scenarios,$(ONE_SUITE))"
 	@echo "  rows: $(ROWS) (default $(DEFAULT_ROW)); pick one with ROW=..."
 
 suites: ## the names of make check's suites, for SUITES=a,b

@@ -31,8 +31,8 @@ no test, or any test is missing, failed or was skipped (a skip is not a pass);
 verdicts on inline examples and prints TAP.
 
 --map writes the map without results (docs/spec/conformance-map.md, committed): per
-statement its id, section, kind (device or driver), level (MUST, SHOULD, MAY) and tests,
-and the counts.  With --check it writes nothing and exits 1 when MAP.md differs from
+statement its id, section, level (MUST, SHOULD, MAY) and tests, and the counts per kind
+(device, driver) and level.  With --check it writes nothing and exits 1 when MAP.md differs from
 what it would write (the map is stale: regenerate it with --map), or when
 docs/spec/README.md states other counts than the map's.
 """
@@ -454,7 +454,7 @@ def map_text(statements, tsv_path):
         "",
         "# Conformance map: VIRTIO_RNG_F_LEAK, statement by statement",
         "",
-        f"The normative statements of `rng-leak.tex` ({tsv_path.split('/')[-1]}) and the "
+        f"The normative statements of `rng-leak.tex` ({os.path.basename(tsv_path)}) and the "
         "tests that check each; `make check` writes the same map with each test's result "
         "(`build/results/<row>/conformance.md`). Statements: "
         + counts_sentence(statements) + ".",
