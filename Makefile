@@ -88,7 +88,7 @@ STAGE := scripts/stage.sh
 DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 
 .DEFAULT_GOAL := all
-.PHONY: all help suites deps sources build-each-patch check-series check-help spec-check spec-map qemu kernel guest certs check check-row demo bench libvirt audit \
+.PHONY: all help suites deps sources image rootfs userspace build-each-patch check-series check-help spec-check spec-map qemu kernel guest certs check check-row demo bench libvirt audit \
 	check-asan check-asan-row fuzz fuzz-build fuzz-coverage \
 	guest-test scenarios export-patches clean distclean FORCE
 
@@ -200,6 +200,39 @@ $(GUEST)/bin/vdso_test_getrandom: guest-tests/kselftest_absent.c $(KERNEL_BUILT)
 $(INITRAMFS): $(GUEST_BINS) guest/init scripts/build-initramfs.sh
 	@$(STAGE) initramfs[$(R)] scripts/build-initramfs.sh $(LINUX_SRC) $@ $(GUEST_BINS)
 
+# --- 6b. the real Debian guest of the row (docs/userspace.md): a root file system from
+# Debian's archive (mmdebstrap, cached), the user-space suite's programs built here against
+# Debian's libraries (dynamically linked: in the guest they run on the image's own), and
+# an ext4 disk made of both without loop mounts.
+DEBIAN_SUITE := $(DEBIAN_SUITE_$(R))
+ROOTFS       := $(BUILD)/rootfs-$(DEBIAN_SUITE)/rootfs.tar
+US_BIN       := $(BUILD)/userspace/bin
+US_PROGS     := us_agent rand_openssl rand_getrandom rand_arc4random rand_gnutls \
+	rand_sodium tls_client
+US_LIBS_rand_openssl := -lcrypto
+US_LIBS_rand_gnutls  := -lgnutls
+US_LIBS_rand_sodium  := -lsodium
+US_LIBS_tls_client   := -lssl -lcrypto
+# agent_common.h's helpers that the agent does not call are unused here
+US_CFLAGS    := -O2 -Wall -Wextra -Werror -Wno-unused-function -Wno-unused-variable \
+	-D_GNU_SOURCE -I guest-tests -I userspace/guest
+DISK         := $(BUILD)/image-$(R)/disk.ext4
+image: $(DISK) ## build the row's Debian guest image (systemd, the user-space suite)
+rootfs: $(ROOTFS)
+
+$(ROOTFS): userspace/debian/$(DEBIAN_SUITE).packages scripts/build-rootfs.sh | $(STAMP)/deps
+	@$(STAGE) rootfs[$(DEBIAN_SUITE)] scripts/build-rootfs.sh $(DEBIAN_SUITE) $(@D)
+
+$(US_BIN)/%: userspace/guest/%.c $(wildcard userspace/guest/*.h) guest-tests/agent_common.h \
+		| $(STAMP)/deps
+	@mkdir -p $(@D)
+	gcc $(US_CFLAGS) -o $@ $< $(US_LIBS_$*)
+
+$(DISK): $(ROOTFS) $(addprefix $(US_BIN)/,$(US_PROGS)) userspace/guest/consumers \
+		userspace/guest/reseed-us.service userspace/guest/rand_python.py scripts/build-disk.sh
+	@mkdir -p $(@D)
+	@$(STAGE) image[$(R)] scripts/build-disk.sh $(ROOTFS) $(US_BIN) $@
+
 # --- the fake AMD certificate chain (ARK, ASK, VCEK) the SEV-SNP responder signs with
 certs: $(SNP_CERTS) ## make the fake AMD ARK/ASK/VCEK in build/snp (openssl)
 $(SNP_CERTS): scripts/snp-certs.sh | $(STAMP)/deps
@@ -219,7 +252,8 @@ $(UPSTREAM_VMLINUZ): versions.mk scripts/fetch-kernel.sh | $(STAMP)/deps
 # (without the row); unset, all of them.  A recipe line '$(call skip,NAME) || ...' runs only
 # when NAME is one of them.
 SUITE_NAMES := qtest qtest-asan fuzz guest guest-leak-off guest-dma guest-bounce attest \
-	hostile differential migrate-unpatched scenario libvirt report series conformance spec help
+	hostile differential migrate-unpatched scenario userspace libvirt report series conformance \
+	spec help
 SUITE_LIST  := $(subst $(comma), ,$(SUITES))
 ifneq ($(filter-out $(SUITE_NAMES),$(SUITE_LIST)),)
 $(error SUITES=$(SUITES): no suite named $(filter-out $(SUITE_NAMES),$(SUITE_LIST)); the suites are: $(SUITE_NAMES))
@@ -235,6 +269,11 @@ $(ONE_SUITE):
 
 check: ## build and test every row (ROW=...: one; SUITES=a,b: only those); ends with 'N passed, N failed'
 	@rm -rf $(RESULTS_ALL) && mkdir -p $(RESULTS_ALL)
+	@$(if $(DRY_RUN),:,$(call skip,userspace)) || { $(MAKE) --no-print-directory deps && \
+		echo "check: the Debian root file systems (nice 19) beside the builds:" \
+			"$(BUILD)/rootfs.log"; \
+		(for r in $(CHECK_ROWS); do nice -n 19 $(MAKE) --no-print-directory rootfs ROW=$$r; \
+			done) >$(BUILD)/rootfs.log 2>&1 & }
 	@failed=; bg=; set -- $(CHECK_ROWS); \
 	while [ $$# -gt 0 ]; do \
 		r=$$1; shift; \
@@ -277,6 +316,11 @@ SANITIZER_REPORT := ERROR: AddressSanitizer|runtime error:|SUMMARY: UndefinedBeh
 # (5 min cold), and the cold run must stay under 45 min; 'make check-asan' does any row.
 CHECK_ASAN_ROWS := $(DEFAULT_ROW)
 
+# The user-space suite in make check: the negative control and the leak queues, 4 clones
+# each (about a minute a row); make userspace runs every mechanism with 8.
+CHECK_US_MECHANISMS := none,leak
+CHECK_US_CLONES     := 4
+
 # virtio-rng through the DMA API (VIRTIO_F_ACCESS_PLATFORM, no vIOMMU: direct DMA), for the
 # DMA API's debug checks and, with swiotlb=force, bounced DMA.
 RNG_DMA_API := virtio-rng-pci,id=rng0,iommu_platform=on,disable-legacy=on
@@ -317,6 +361,12 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 	-@$(call skip,migrate-unpatched) || $(STAGE) check-migrate-unpatched[$(R)] scripts/check-migrate-unpatched.py \
 		$(RESULTS)/migrate-unpatched.tap
 	-@$(call skip,scenario) || $(STAGE) check-scenarios[$(R)] snapshot-scenarios/run.py --tap $(RESULTS)/scenario.tap
+	-@$(call skip,userspace) || { $(MAKE) --no-print-directory image ROW=$(R) || \
+		printf '1..1\nnot ok 1 - the Debian guest image of row $(R) did not build\n' \
+		>$(RESULTS)/userspace.tap; }
+	-@$(call skip,userspace) || [ -f $(RESULTS)/userspace.tap ] || $(STAGE) check-userspace[$(R)] \
+		snapshot-scenarios/userspace.py --mechanisms $(CHECK_US_MECHANISMS) \
+		--clones $(CHECK_US_CLONES) --tap $(RESULTS)/userspace.tap --json $(RESULTS)/userspace.json
 	-@$(call skip,libvirt) || $(if $(filter $(R),$(DEFAULT_ROW)),$(STAGE) check-libvirt[$(R)] \
 		snapshot-scenarios/libvirt_scenarios.py --tap $(RESULTS)/libvirt.tap \
 		--json $(RESULTS)/libvirt.json,printf '1..1\nok 1 - libvirt scenarios # SKIP %s\n' \
@@ -389,6 +439,10 @@ audit: ## is a guest kernel clone-safe? make audit KERNEL=/boot/vmlinuz-V [MODUL
 	@$(MAKE) --no-print-directory qemu guest ROW=$(R)
 	scripts/audit.py --kernel $(KERNEL) $(if $(MODULES),--modules $(MODULES)) \
 		$(if $(CLONES),--clones $(CLONES)) $(if $(OUT),--out $(OUT))
+
+userspace: qemu kernel image ## what clones of real Debian guests share, per library: make userspace [ONLY=none,leak] [CLONES=8]
+	snapshot-scenarios/userspace.py $(if $(ONLY),--mechanisms $(ONLY)) \
+		$(if $(CLONES),--clones $(CLONES)) --json $(RESULTS)/userspace.json
 
 libvirt: qemu guest ## the scenarios through a private libvirtd: make libvirt [CLONES=32] [ONLY=clones]
 	snapshot-scenarios/libvirt_scenarios.py $(if $(CLONES),--clones $(CLONES)) \

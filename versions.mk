@@ -1,6 +1,8 @@
 # The one place where the rows of base trees and their pristine source versions are pinned.
 # A row is named by its Linux base; each pairs a Linux with the QEMU of the same Debian
-# release.  'make' builds DEFAULT_ROW, 'make check' every row, 'ROW=...' picks one.
+# release; the real guests of the user-space suite are that release's Debian
+# (DEBIAN_SUITE_<row>, scripts/build-rootfs.sh).  'make' builds DEFAULT_ROW, 'make check'
+# every row, 'ROW=...' picks one.
 # When Debian no longer serves a pinned version, scripts/sources.sh warns and uses the
 # newest one it offers of the same upstream series; the series must still apply.
 ROWS        := 6.12 6.1
@@ -11,12 +13,14 @@ DEFAULT_ROW := 6.12
 LINUX_DEB_VERSION_6.12 := 6.12.118-1~deb12u1
 QEMU_OF_ROW_6.12       := 10.0
 QEMU_DEB_VERSION_10.0  := 1:10.0.13+ds-0+deb13u1
+DEBIAN_SUITE_6.12      := trixie
 
 # Debian 12 (bookworm): Linux 6.1 and QEMU 7.2, where the io_uring and configfs-tsm
 # backports live.
 LINUX_DEB_VERSION_6.1  := 6.1.192-3
 QEMU_OF_ROW_6.1        := 7.2
 QEMU_DEB_VERSION_7.2   := 1:7.2+dfsg-7+deb12u18
+DEBIAN_SUITE_6.1       := bookworm
 
 # Debian's own binary package of each row's QEMU version (qemu-system-x86), the unpatched
 # QEMU that scripts/check-migrate-unpatched.py migrates to and from: the 7.2 of bookworm,

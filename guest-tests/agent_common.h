@@ -7,7 +7,7 @@
  * command channel (ttyS1), the CPU pinning, and the output rings with the 'dump'
  * command that the host's read_stream() (snapshot-scenarios/run.py) parses.  A program
  * that includes it defines stream_step(), which makes the next output at index
- * page->spins of the rings.
+ * page->spins of the rings (unless it defines AGENT_NO_STREAM).
  */
 #ifndef AGENT_COMMON_H
 #define AGENT_COMMON_H
@@ -141,6 +141,7 @@ static void hex(char *dst, const uint8_t *src, size_t len)
 		sprintf(dst + 2 * i, "%02x", src[i]);
 }
 
+#ifndef AGENT_NO_STREAM		/* the user-space suite's agent has rings of its own */
 enum { RING_RAW, RING_GUARDED, NR_RINGS };
 static const char *const ring_name[NR_RINGS] = { "raw", "guarded" };
 static uint64_t *ring[NR_RINGS];
@@ -177,6 +178,7 @@ static void stream_dump(const char *line)
 	}
 	printf("# scenario: dump end\n");
 }
+#endif /* AGENT_NO_STREAM */
 
 /*
  * What the guest really has in play for each mechanism, from sysfs and /dev/vmclock0:

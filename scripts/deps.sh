@@ -26,6 +26,9 @@ packages=(
 	busybox-static
 	# host-side checks and benchmarks
 	openssl valgrind
+	# the real Debian guests (scripts/build-rootfs.sh, build-disk.sh) and the user-space
+	# suite's programs, built against Debian's libraries (userspace/guest)
+	mmdebstrap e2fsprogs libsodium-dev
 	# the fuzz targets (scripts/fuzz.sh): QEMU's libFuzzer build needs clang and its
 	# runtime; the seed corpus generator uses python3-cryptography
 	clang libclang-rt-14-dev llvm python3-cryptography

@@ -160,7 +160,7 @@ class Guest:
             "-L", firmware,
             "-machine", machine, "-accel", self.accel, "-cpu", cpu,
             "-m", str(mem), "-smp", str(smp),
-            "-kernel", kernel, "-initrd", initrd,
+            "-kernel", kernel, *(("-initrd", initrd) if initrd else ()),
             "-append", f"console=ttyS0 panic=-1 oops=panic {append}".strip(),
         ]
         self.args += ["-serial", f"file:{self.console}"]

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# build-disk.sh - the ext4 disk of a real Debian guest: a root file system from
+# build-rootfs.sh with the user-space clone suite installed, made without loop mounts.
+#
+# Usage: scripts/build-disk.sh ROOTFS.tar BIN-DIR OUT.ext4
+#   BIN-DIR holds the suite's guest programs (built by make against Debian's libraries,
+#   dynamically linked: in the guest they run on the image's own libraries).  Installs
+#   them in /usr/local/lib/reseed-us, userspace/guest/consumers and a fresh TLS key and
+#   certificate in /etc/reseed-us, and reseed-us.service enabled; then mke2fs -d.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
+set -euo pipefail
+
+[ $# -eq 3 ] || { echo "usage: $0 ROOTFS.tar BIN-DIR OUT.ext4" >&2; exit 2; }
+tar=$1 bin=$2 out=$3
+[ "$(id -u)" -eq 0 ] || { echo "build-disk: needs root (file owners of the tar)" >&2; exit 1; }
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+# One build at a time per disk (make check and make image may meet here).
+exec 9>"$out.lock"
+flock 9
+work=$(mktemp -d "$(dirname "$out")/.disk.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+root=$work/root
+mkdir "$root"
+tar -xpf "$tar" -C "$root" --numeric-owner
+
+lib=$root/usr/local/lib/reseed-us etc=$root/etc/reseed-us
+install -d "$lib" "$etc/tls"
+install -m 755 "$bin"/* "$here/userspace/guest/rand_python.py" "$lib/"
+install -m 644 "$here/userspace/guest/consumers" "$etc/"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+	-subj /CN=reseed-guest -keyout "$etc/tls/key.pem" -out "$etc/tls/cert.pem" 2>/dev/null
+install -m 644 "$here/userspace/guest/reseed-us.service" "$root/etc/systemd/system/"
+ln -sf /etc/systemd/system/reseed-us.service \
+	"$root/etc/systemd/system/multi-user.target.wants/reseed-us.service"
+
+# 1 GiB, sparse; the root file system uses a quarter of it.
+rm -f "$out.tmp"
+mke2fs -q -t ext4 -L reseed-root -d "$root" "$out.tmp" 1G
+mv "$out.tmp" "$out"
+echo "build-disk: $out ($(du -h "$out" | cut -f1) used of 1G)"

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# build-rootfs.sh - a Debian root file system from Debian's archive, for the real guests.
+#
+# Usage: scripts/build-rootfs.sh SUITE OUT-DIR
+#   SUITE is a Debian release (trixie for the 6.12 row, bookworm for the 6.1 row);
+#   userspace/debian/SUITE.packages lists what goes in besides the minimal base.
+#   Writes OUT-DIR/rootfs.tar (mmdebstrap --variant=minbase, systemd as init) and
+#   OUT-DIR/manifest (every installed package and its version, as dpkg has them).
+#
+#   The build cache: ~/.cache/reseed-lab/rootfs/KEY, keyed by the suite, the package
+#   list, the mirror and this script; the four newest stay.  The archive moves on
+#   under a key (a point release, a security update): the manifest records what a
+#   run measured, and RESEED_ROOTFS_REFRESH=1 builds again from today's archive.
+case "${1:-}" in -h | --help)
+	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
+set -euo pipefail
+
+[ $# -eq 2 ] || { echo "usage: $0 SUITE OUT-DIR" >&2; exit 2; }
+suite=$1 out=$2
+list=userspace/debian/$suite.packages
+[ -f "$list" ] || { echo "build-rootfs: no package list $list for suite '$suite'" >&2; exit 2; }
+command -v mmdebstrap >/dev/null || {
+	echo "build-rootfs: mmdebstrap is missing (make deps installs it)" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || {
+	echo "build-rootfs: needs root (mmdebstrap's root mode keeps file owners)" >&2; exit 1; }
+
+mirror=${RESEED_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+security=${RESEED_DEBIAN_SECURITY:-http://deb.debian.org/debian-security}
+packages=$(sed 's/#.*//' "$list" | tr -s ' \n' ',' | sed 's/^,//; s/,$//')
+
+# Timers and services a measuring guest does without: they would start work (apt,
+# trims, scrubs) at random moments of a run.  logind needs D-Bus, which minbase lacks.
+masked="apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all.timer
+	fstrim.timer systemd-tmpfiles-clean.timer systemd-logind.service getty@tty1.service"
+
+key=$( { echo "$suite $mirror $security $packages $masked"; cat "$0"; } | md5sum | cut -c1-32)
+cache=${RESEED_BUILD_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/reseed-lab}/rootfs
+mkdir -p "$out"
+# One build at a time per suite: make check starts one beside the first row's compile.
+exec 9>"$out.lock"
+flock 9
+if [ -z "${RESEED_ROOTFS_REFRESH:-}" ] && [ -f "$cache/$key/.complete" ]; then
+	cp "$cache/$key/rootfs.tar" "$cache/$key/manifest" "$out/"
+	echo "build-rootfs: $suite restored from the build cache ($cache/$key)"
+	exit 0
+fi
+
+tmp=$(mktemp -d "$out/.new.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+# Documentation and locales are not measured; leaving them out halves the tar.
+mmdebstrap --variant=minbase --mode=root --include="$packages" \
+	--dpkgopt='path-exclude=/usr/share/man/*' \
+	--dpkgopt='path-exclude=/usr/share/locale/*' \
+	--dpkgopt='path-exclude=/usr/share/doc/*' \
+	--dpkgopt='path-include=/usr/share/doc/*/copyright' \
+	--customize-hook="systemctl --root=\"\$1\" mask $(echo $masked)" \
+	--customize-hook='echo reseed-guest >"$1/etc/hostname"' \
+	--customize-hook="dpkg-query --admindir=\"\$1/var/lib/dpkg\" -W \
+		-f='\${Package} \${Version}\n' >$tmp/manifest" \
+	"$suite" "$tmp/rootfs.tar" \
+	"deb $mirror $suite main" "deb $mirror $suite-updates main" \
+	"deb $security $suite-security main"
+mv "$tmp/rootfs.tar" "$tmp/manifest" "$out/"
+
+if mkdir -p "$cache"; then
+	new=$(mktemp -d "$cache/.new.XXXXXX")
+	cp "$out/rootfs.tar" "$out/manifest" "$new/"
+	touch "$new/.complete"
+	rm -rf "${cache:?}/$key"
+	mv "$new" "$cache/$key"
+	# the four newest stay (two suites)
+	ls -1td "$cache"/*/ 2>/dev/null | tail -n +5 | xargs -r rm -rf
+fi
+echo "build-rootfs: $suite: $(wc -l <"$out/manifest") packages, $(du -h "$out/rootfs.tar" | cut -f1)"

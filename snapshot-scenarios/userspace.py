@@ -1,0 +1,343 @@
+#!/usr/bin/env python3
+"""userspace.py - the user-space clone suite: what the programs people run share across
+clones of one saved state, in a real Debian guest.
+
+usage: userspace.py [--mechanisms none,vmgenid,vmclock,leak] [--clones N] [--run SECONDS]
+                    [--tap FILE] [--json FILE]
+
+The row's guest (RESEED_ROW): our kernel booting the Debian image of the row's release
+(build/image-ROW/disk.ext4, made by scripts/build-rootfs.sh and build-disk.sh) with
+systemd as init.  reseed-us.service starts the agent (userspace/guest/us_agent.c) and
+its consumers, each drawing in a loop from the image's own library and recording every
+output in a ring in guest memory: OpenSSL RAND_bytes, glibc getrandom() and
+arc4random(), GnuTLS gnutls_rnd, libsodium randombytes_buf, Python random, secrets and
+uuid4, and an unmodified 'openssl s_server' answering TLS 1.3 handshakes over loopback
+(the ServerHello random and the server's key share).
+
+Per mechanism (none: no device; vmgenid; vmclock, 6.12 row; leak: the leak queues),
+one guest boots, runs, and is saved to a migration file with the VM stopped (the ring's
+counts read then: N, the index in flight, per consumer); N clones start from the file
+in turn, run --run seconds, and dump the rings to a disk of their own.  Per consumer:
+the outputs drawn after resume (index N+1 on; N itself, in flight at the snapshot, is
+counted apart) and how many of them another clone also drew.
+
+Asserted, where the outcome is certain: every consumer drew after resume in every
+clone; Python's random (seeded once, no signal reaches it) repeats in every clone under
+every mechanism (the negative control: the harness sees sharing); with the leak queues,
+every consumer that reads the kernel on each call (getrandom, arc4random, secrets,
+uuid4, libsodium) shares nothing.  Everything else is measured and tabled.
+"""
+
+import argparse
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
+sys.path.insert(0, HERE)
+import vmharness as vm  # noqa: E402
+import run  # noqa: E402
+
+DISK = os.path.join(vm.BUILD, f"image-{vm.ROW}", "disk.ext4")
+MANIFEST = os.path.join(vm.BUILD, f"rootfs-{vm.VERSIONS['DEBIAN_SUITE_' + vm.ROW]}",
+                        "manifest")
+READY = r"^# userspace: ready gpa=(0x[0-9a-f]+) slots=(\d+)(?=\r?\n)"
+DUMPED = r"# userspace: (dumped \d+|dump refused[^\r\n]*)"
+ERROR = re.compile(r"# userspace: error: ([^\r\n]*)")
+# us_ring.h
+US_MAGIC = 0x2173676e69727375
+US_CAPACITY = 1 << 16
+US_WIDTH = 16
+US_ENTRIES_OFF = 4096
+HEADER = struct.Struct("<QIIII")
+SLOT = struct.Struct("<Q24sII24x")
+SLOT_OFF = 64
+
+MECHANISMS = {
+    "none": {"leak": False, "devices": ()},
+    "vmgenid": {"leak": False, "devices": run.VMGENID},
+    "vmclock": {"leak": False, "devices": run.VMCLOCK},
+    "leak": {"leak": True, "devices": ()},
+}
+# Consumers that read the kernel on every call: with the leak queues they share nothing.
+KERNEL_EACH_CALL = ("glibc-getrandom", "glibc-arc4random", "python-secrets",
+                    "python-uuid4", "sodium-randombytes")
+SEEDED_ONCE = ("python-random",)
+# The library each consumer runs on, from the image's manifest (printed with the table)
+LIBRARY = {
+    "openssl-RAND_bytes": ("libssl3t64", "libssl3"),
+    "tls-server-random": ("openssl",), "tls-server-key-share": ("openssl",),
+    "glibc-getrandom": ("libc6",), "glibc-arc4random": ("libc6",),
+    "gnutls-rnd": ("libgnutls30t64", "libgnutls30"),
+    "sodium-randombytes": ("libsodium23",),
+    "python-random": ("python3",), "python-secrets": ("python3",),
+    "python-uuid4": ("python3",),
+}
+
+
+class DebianGuest:
+    """One QEMU running the row's kernel on the Debian image through a qcow2 overlay,
+    with a scratch disk (serial reseed-dump) that the agent dumps its rings to."""
+
+    def __init__(self, name, mechanism, overlay, incoming=None):
+        m = MECHANISMS[mechanism]
+        self.name = name
+        self.dump = os.path.join(vm.RUNDIR, f"{name}.dump")
+        with open(self.dump, "wb") as f:
+            f.truncate(32 << 20)
+        rng = "virtio-rng-pci,id=rng0" + ("" if m["leak"] else ",leak=off")
+        extra = ["-drive", f"file={overlay},if=none,id=root,format=qcow2",
+                 "-device", "virtio-blk-pci,drive=root",
+                 "-drive", f"file={self.dump},if=none,id=dump,format=raw",
+                 "-device", "virtio-blk-pci,drive=dump,serial=reseed-dump",
+                 "-trace", "enable=virtio_rng_leak*"]
+        if incoming:
+            extra += ["-S", "-incoming", f"exec:cat {incoming}"]
+        self.g = vm.Guest(name, initrd=None, mem=1024, smp=2,
+                          append="root=/dev/vda rw rootfstype=ext4 "
+                                 "init=/lib/systemd/systemd systemd.show_status=error systemd.getty_auto=0 "
+                                 "systemd.journald.forward_to_console=1",
+                          devices=(rng,) + tuple(m["devices"]), extra=extra,
+                          serial_input=True)
+        self.gpa = None
+
+    def boot(self, timeout):
+        self.g.start()
+        m = self.g.wait_console(READY, timeout)
+        self.gpa = int(m.group(1), 16)
+        errors = ERROR.findall(self.g.read_console())
+        run.check(not errors, f"{self.name}: " + "; ".join(errors))
+        return self
+
+    def counts(self):
+        """The ring's counts per slot, read from guest memory (the VM stopped)."""
+        return parse_header(self.g.read_phys(self.gpa, US_ENTRIES_OFF))
+
+    def dump_rings(self, timeout=120):
+        mark = self.g.console_size()
+        self.g.send_command("dump\n")
+        m = self.g.wait_console(DUMPED, timeout, mark)
+        run.check(m.group(1).startswith("dumped"), f"{self.name}: {m.group(1)}")
+        errors = ERROR.findall(self.g.read_console())
+        run.check(not errors, f"{self.name}: " + "; ".join(errors))
+        with open(self.dump, "rb") as f:
+            return f.read()
+
+
+def parse_header(data):
+    magic, slots, capacity, width, used = HEADER.unpack_from(data, 0)
+    run.check(magic == US_MAGIC and capacity == US_CAPACITY and width == US_WIDTH,
+              f"no ring header (magic {magic:#x})")
+    out = []
+    for k in range(used):
+        count, name, w, pid = SLOT.unpack_from(data, SLOT_OFF + k * SLOT.size)
+        out.append((name.rstrip(b"\0").decode(), count))
+    return out
+
+
+def entries(dump, k, first, end):
+    """Slot k's outputs first..end-1 from a dump (as bytes)."""
+    base = US_ENTRIES_OFF + k * US_CAPACITY * US_WIDTH
+    return [dump[base + (i % US_CAPACITY) * US_WIDTH:base + (i % US_CAPACITY + 1) * US_WIDTH]
+            for i in range(first, end)]
+
+
+def overlay(path, backing, fmt):
+    subprocess.run([vm.QEMU_IMG, "create", "-q", "-f", "qcow2", "-b", backing, "-F", fmt,
+                    path], check=True)
+    return path
+
+
+def measure(mechanism, clones, run_s, boot_timeout):
+    """Boot, save, clone; per consumer: N, and per clone its outputs from N on."""
+    tag = f"us-{mechanism}"
+    src_disk = overlay(os.path.join(vm.RUNDIR, f"{tag}-src.qcow2"), DISK, "raw")
+    path = os.path.join(vm.RUNDIR, f"{tag}.migration")
+    src = DebianGuest(f"{tag}-src", mechanism, src_disk)
+    t0 = time.monotonic()
+    try:
+        src.boot(boot_timeout)
+        boot_s = time.monotonic() - t0
+        play = run.IN_PLAY.search(src.g.read_console())
+        play = dict(zip(("virtio_rng", "leak", "vmgenid", "vmclock"), play.groups())) \
+            if play else None
+        time.sleep(1.0)
+        src.g.qmp("stop")
+        at_save = src.counts()
+        vm.log(f"{tag}: at the snapshot: " + ", ".join(f"{n} {c}" for n, c in at_save))
+        src.g.qmp("migrate", uri=f"exec:cat > {path}")
+        deadline = time.monotonic() + 120
+        while src.g.qmp("query-migrate").get("status") != "completed":
+            run.check(time.monotonic() < deadline, f"{tag}: migration to file not done")
+            time.sleep(0.05)
+    except Exception:
+        src.g.report_failure(f"{tag} source")
+        raise
+    finally:
+        src.g.kill()
+    per_clone = []
+    for i in range(clones):
+        c = DebianGuest(f"{tag}-clone{i}", mechanism,
+                        overlay(os.path.join(vm.RUNDIR, f"{tag}-clone{i}.qcow2"),
+                                src_disk, "qcow2"), incoming=path)
+        c.g.start()
+        try:
+            deadline = time.monotonic() + 120
+            while c.g.status() == "inmigrate":
+                run.check(time.monotonic() < deadline, f"{c.name}: restore not done")
+                time.sleep(0.05)
+            c.gpa = src.gpa
+            c.g.qmp("cont")
+            time.sleep(run_s)
+            dump = c.dump_rings()
+            slots = parse_header(dump)
+            outs = {}
+            for k, ((name, n), (name2, count)) in enumerate(zip(at_save, slots)):
+                run.check(name == name2, f"{c.name}: slot {k} is {name2}, was {name}")
+                run.check(count - n <= US_CAPACITY, f"{c.name}: {name} ran over its ring "
+                          f"({count - n} outputs after resume, {US_CAPACITY} kept)")
+                outs[name] = entries(dump, k, n, count)
+            per_clone.append(outs)
+            run.no_splat(c.g, c.name)
+        except Exception:
+            c.g.report_failure(f"{tag} clone {i}")
+            raise
+        finally:
+            c.g.kill()
+            for f in (c.dump, os.path.join(vm.RUNDIR, f"{tag}-clone{i}.qcow2")):
+                os.unlink(f)
+    os.unlink(path)
+    os.unlink(src_disk)
+    return {"at_save": dict(at_save), "clones": per_clone, "play": play, "boot_s": boot_s}
+
+
+def shared(per_clone, name):
+    """(outputs drawn after resume in all clones, how many of them another clone drew too,
+    whether the output in flight at the snapshot came out the same in every clone,
+    the longest run of leading outputs identical in every clone)."""
+    after = [c[name][1:] for c in per_clone]
+    in_flight_same = len({c[name][0] for c in per_clone if c[name]}) == 1
+    total = sum(len(a) for a in after)
+    count = 0
+    for i, a in enumerate(after):
+        others = set()
+        for j, b in enumerate(after):
+            if j != i:
+                others.update(b)
+        count += sum(1 for v in a if v in others)
+    prefix = 0
+    for column in zip(*after):
+        if len(set(column)) != 1:
+            break
+        prefix += 1
+    return total, count, in_flight_same, prefix
+
+
+def versions():
+    try:
+        with open(MANIFEST) as f:
+            return dict(line.split(None, 1) for line in f.read().splitlines() if line)
+    except OSError:
+        return {}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("--mechanisms", default="none,vmgenid,vmclock,leak",
+                    help="comma-separated, of: " + ", ".join(MECHANISMS))
+    ap.add_argument("--clones", type=int, default=8, help="clones per mechanism (2-32)")
+    ap.add_argument("--run", type=float, default=2.0,
+                    help="seconds each clone runs before its dump")
+    ap.add_argument("--boot-timeout", type=float, default=600)
+    ap.add_argument("--tap", help="write TAP here")
+    ap.add_argument("--json", help="write the figures here")
+    args = ap.parse_args()
+    mechs = [m for m in args.mechanisms.split(",") if m]
+    bad = [m for m in mechs if m not in MECHANISMS]
+    if bad or not mechs:
+        ap.error(f"--mechanisms: no mechanism {','.join(bad)}; they are {', '.join(MECHANISMS)}")
+    if not 2 <= args.clones <= 32:
+        ap.error("--clones: from 2 to 32")
+    if not os.path.exists(DISK):
+        ap.error(f"no Debian image for row {vm.ROW}: {DISK} (make image ROW={vm.ROW})")
+    os.makedirs(vm.RUNDIR, exist_ok=True)
+    vers = versions()
+    tap, results, table = [], {}, []
+    for mech in mechs:
+        if mech == "vmclock":
+            try:
+                run.require_vmclock()
+            except run.NotApplicable as e:
+                tap.append((None, f"{mech}: not applicable # SKIP {e}"))
+                continue
+        t0 = time.monotonic()
+        try:
+            r = measure(mech, args.clones, args.run, args.boot_timeout)
+        except (run.Failed, vm.Timeout) as e:
+            tap.append((False, f"{mech}: {args.clones} clones of a Debian guest: {e}"))
+            continue
+        ok, label = run.mechanism_label(mech, r["play"])
+        names = list(r["at_save"])
+        results[mech] = {"in_play": label, "boot_s": round(r["boot_s"], 1),
+                         "seconds": round(time.monotonic() - t0, 1), "consumers": {}}
+        if mech != "none" and not ok:
+            tap.append((False, f"{mech}: the mechanism was not in play: {label}"))
+        for name in names:
+            drew = [len(c[name]) - 1 for c in r["clones"]]
+            total, count, same_flight, prefix = shared(r["clones"], name)
+            results[mech]["consumers"][name] = {
+                "after_resume": total, "shared": count, "in_flight_same": same_flight,
+                "identical_prefix": prefix, "per_clone": drew}
+            table.append((name, mech, total, count, same_flight, prefix))
+            what = f"{mech}: {name}: {count} of {total} outputs after resume shared"
+            tap.append((min(drew) > 0, f"{mech}: {name} drew after resume in every clone "
+                        f"(per clone: {min(drew)}..{max(drew)})"))
+            if name in SEEDED_ONCE:
+                tap.append((min(drew) > 0 and prefix == min(drew),
+                            f"{what}; seeded once, it repeats in every clone (identical "
+                            f"for {prefix} of the first {min(drew)}): the negative control"))
+            elif mech == "leak" and name in KERNEL_EACH_CALL:
+                tap.append((count == 0, f"{what}: it reads the kernel on each call"))
+            # the rest is measured, in the table and the JSON: no outcome is certain
+    print()
+    print(f"user-space clone suite, row {vm.ROW} (Debian {vm.VERSIONS['DEBIAN_SUITE_' + vm.ROW]}"
+          f" guest, our kernel), {args.clones} clones per mechanism, {args.run:g} s each:")
+    print(f"  {'consumer':<22} {'library':<28} " +
+          " ".join(f"{m:>15}" for m in results))
+    for name in dict.fromkeys(n for n, *_ in table):
+        lib = next((f"{p} {vers[p]}" for p in LIBRARY.get(name, ()) if p in vers), "?")
+        cells = []
+        for m in results:
+            c = results[m]["consumers"].get(name)
+            cells.append(f"{c['shared']:>7}/{c['after_resume']:<7}" if c else f"{'-':>15}")
+        print(f"  {name:<22} {lib[:28]:<28} " + " ".join(cells))
+    print("  (outputs drawn after resume that another clone also drew / all outputs drawn "
+          "after resume; the output in flight at the snapshot not counted)")
+    for m, r in results.items():
+        print(f"  {m}: {r['in_play']}; boot {r['boot_s']} s, {r['seconds']} s in all")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"row": vm.ROW, "clones": args.clones, "run_s": args.run,
+                       "versions": {p: vers.get(p) for ps in LIBRARY.values() for p in ps
+                                    if p in vers},
+                       "mechanisms": results}, f, indent=1)
+    lines = [f"1..{len(tap)}"]
+    for i, (ok, what) in enumerate(tap, 1):
+        lines.append(f"{'ok' if ok is not False else 'not ok'} {i} - {what}")
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if args.tap:
+        with open(args.tap, "w") as f:
+            f.write(text)
+    return 1 if any(ok is False for ok, _ in tap) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
