@@ -88,7 +88,7 @@ STAGE := scripts/stage.sh
 DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 
 .DEFAULT_GOAL := all
-.PHONY: all help suites deps sources image rootfs userspace build-each-patch check-series check-help spec-check spec-map qemu kernel guest certs check check-row demo bench libvirt audit \
+.PHONY: all help suites deps sources image rootfs userspace epoch-drbg build-each-patch check-series check-help spec-check spec-map qemu kernel guest certs check check-row demo bench libvirt audit \
 	check-asan check-asan-row fuzz fuzz-build fuzz-coverage \
 	guest-test scenarios export-patches clean distclean FORCE
 
@@ -208,7 +208,7 @@ DEBIAN_SUITE := $(DEBIAN_SUITE_$(R))
 ROOTFS       := $(BUILD)/rootfs-$(DEBIAN_SUITE)/rootfs.tar
 US_BIN       := $(BUILD)/userspace/bin
 US_PROGS     := us_agent rand_openssl rand_getrandom rand_arc4random rand_gnutls \
-	rand_sodium tls_client
+	rand_sodium tls_client epoch_drbg_test
 US_LIBS_rand_openssl := -lcrypto
 US_LIBS_rand_gnutls  := -lgnutls
 US_LIBS_rand_sodium  := -lsodium
@@ -216,6 +216,7 @@ US_LIBS_tls_client   := -lssl -lcrypto
 # agent_common.h's helpers that the agent does not call are unused here
 US_CFLAGS    := -O2 -Wall -Wextra -Werror -Wno-unused-function -Wno-unused-variable \
 	-D_GNU_SOURCE -I guest-tests -I userspace/guest
+EPOCH_DRBG_DEB := $(BUILD)/userspace/reseed-epoch-drbg_0.1-1_amd64.deb
 DISK         := $(BUILD)/image-$(R)/disk.ext4
 image: $(DISK) ## build the row's Debian guest image (systemd, the user-space suite)
 rootfs: $(ROOTFS)
@@ -223,15 +224,26 @@ rootfs: $(ROOTFS)
 $(ROOTFS): userspace/debian/$(DEBIAN_SUITE).packages scripts/build-rootfs.sh | $(STAMP)/deps
 	@$(STAGE) rootfs[$(DEBIAN_SUITE)] scripts/build-rootfs.sh $(DEBIAN_SUITE) $(@D)
 
+$(US_BIN)/epoch_drbg_test: userspace/epoch-drbg/epoch_drbg_test.c | $(STAMP)/deps
+	@mkdir -p $(@D)
+	gcc $(US_CFLAGS) -o $@ $< -lcrypto -lpthread
+
 $(US_BIN)/%: userspace/guest/%.c $(wildcard userspace/guest/*.h) guest-tests/agent_common.h \
 		| $(STAMP)/deps
 	@mkdir -p $(@D)
 	gcc $(US_CFLAGS) -o $@ $< $(US_LIBS_$*)
 
+# The EPOCH-DRBG OpenSSL provider and its Debian package (docs/userspace.md)
+epoch-drbg: $(EPOCH_DRBG_DEB) ## build the EPOCH-DRBG OpenSSL provider and its Debian package
+$(EPOCH_DRBG_DEB): userspace/epoch-drbg/epoch_drbg.c userspace/epoch-drbg/openssl.cnf \
+		$(wildcard userspace/epoch-drbg/debian/*) scripts/build-epoch-drbg.sh | $(STAMP)/deps
+	@$(STAGE) epoch-drbg scripts/build-epoch-drbg.sh $(@D)
+
 $(DISK): $(ROOTFS) $(addprefix $(US_BIN)/,$(US_PROGS)) userspace/guest/consumers \
-		userspace/guest/reseed-us.service userspace/guest/rand_python.py scripts/build-disk.sh
+		userspace/guest/reseed-us.service userspace/guest/rand_python.py scripts/build-disk.sh \
+		$(EPOCH_DRBG_DEB)
 	@mkdir -p $(@D)
-	@$(STAGE) image[$(R)] scripts/build-disk.sh $(ROOTFS) $(US_BIN) $@
+	@$(STAGE) image[$(R)] scripts/build-disk.sh $(ROOTFS) $(US_BIN) $@ $(EPOCH_DRBG_DEB)
 
 # --- the fake AMD certificate chain (ARK, ASK, VCEK) the SEV-SNP responder signs with
 certs: $(SNP_CERTS) ## make the fake AMD ARK/ASK/VCEK in build/snp (openssl)
@@ -442,7 +454,7 @@ audit: ## is a guest kernel clone-safe? make audit KERNEL=/boot/vmlinuz-V [MODUL
 
 userspace: qemu kernel image ## what clones of real Debian guests share, per library: make userspace [ONLY=none,leak] [CLONES=8]
 	snapshot-scenarios/userspace.py $(if $(ONLY),--mechanisms $(ONLY)) \
-		$(if $(CLONES),--clones $(CLONES)) --json $(RESULTS)/userspace.json
+		$(if $(CLONES),--clones $(CLONES)) --json $(BUILD)/userspace/$(R).json
 
 libvirt: qemu guest ## the scenarios through a private libvirtd: make libvirt [CLONES=32] [ONLY=clones]
 	snapshot-scenarios/libvirt_scenarios.py $(if $(CLONES),--clones $(CLONES)) \

@@ -2,18 +2,21 @@
 # build-disk.sh - the ext4 disk of a real Debian guest: a root file system from
 # build-rootfs.sh with the user-space clone suite installed, made without loop mounts.
 #
-# Usage: scripts/build-disk.sh ROOTFS.tar BIN-DIR OUT.ext4
+# Usage: scripts/build-disk.sh ROOTFS.tar BIN-DIR OUT.ext4 [PACKAGE.deb...]
 #   BIN-DIR holds the suite's guest programs (built by make against Debian's libraries,
 #   dynamically linked: in the guest they run on the image's own libraries).  Installs
 #   them in /usr/local/lib/reseed-us, userspace/guest/consumers and a fresh TLS key and
-#   certificate in /etc/reseed-us, and reseed-us.service enabled; then mke2fs -d.
+#   certificate in /etc/reseed-us, and reseed-us.service enabled; installs each
+#   PACKAGE.deb with the image's own dpkg (chroot); then mke2fs -d.  OUT.ext4.manifest
+#   lists every package of the image with its version.
 case "${1:-}" in -h | --help)
 	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 esac
 set -euo pipefail
 
-[ $# -eq 3 ] || { echo "usage: $0 ROOTFS.tar BIN-DIR OUT.ext4" >&2; exit 2; }
+[ $# -ge 3 ] || { echo "usage: $0 ROOTFS.tar BIN-DIR OUT.ext4 [PACKAGE.deb...]" >&2; exit 2; }
 tar=$1 bin=$2 out=$3
+shift 3
 [ "$(id -u)" -eq 0 ] || { echo "build-disk: needs root (file owners of the tar)" >&2; exit 1; }
 here=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -35,6 +38,15 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 
 install -m 644 "$here/userspace/guest/reseed-us.service" "$root/etc/systemd/system/"
 ln -sf /etc/systemd/system/reseed-us.service \
 	"$root/etc/systemd/system/multi-user.target.wants/reseed-us.service"
+
+for deb in "$@"; do
+	cp "$deb" "$root/tmp/"
+	chroot "$root" dpkg -i "/tmp/$(basename "$deb")" >/dev/null
+	rm "$root/tmp/$(basename "$deb")"
+done
+
+# Every package of the image and its version, for the results
+dpkg-query --admindir="$root/var/lib/dpkg" -W -f='${Package} ${Version}\n' >"$out.manifest"
 
 # 1 GiB, sparse; the root file system uses a quarter of it.
 rm -f "$out.tmp"

@@ -44,8 +44,7 @@ import vmharness as vm  # noqa: E402
 import run  # noqa: E402
 
 DISK = os.path.join(vm.BUILD, f"image-{vm.ROW}", "disk.ext4")
-MANIFEST = os.path.join(vm.BUILD, f"rootfs-{vm.VERSIONS['DEBIAN_SUITE_' + vm.ROW]}",
-                        "manifest")
+MANIFEST = DISK + ".manifest"          # scripts/build-disk.sh
 READY = r"^# userspace: ready gpa=(0x[0-9a-f]+) slots=(\d+)(?=\r?\n)"
 DUMPED = r"# userspace: (dumped \d+|dump refused[^\r\n]*)"
 ERROR = re.compile(r"# userspace: error: ([^\r\n]*)")
@@ -67,11 +66,19 @@ MECHANISMS = {
 # Consumers that read the kernel on every call: with the leak queues they share nothing.
 KERNEL_EACH_CALL = ("glibc-getrandom", "glibc-arc4random", "python-secrets",
                     "python-uuid4", "sodium-randombytes")
+# OpenSSL with the EPOCH-DRBG provider (the image's system configuration): with the leak
+# queues it shares nothing; the same programs on Debian's own configuration, side by side,
+# repeat what the other clones drew (the default DRBG reseeds only after 2^16 requests or
+# 7 minutes; a few seconds after a restore, a TLS server has made a few dozen handshakes).
+EPOCH_DRBG = ("openssl-EPOCH-DRBG", "tls-epoch-random", "tls-epoch-keyshare")
+DEFAULT_DRBG = ("openssl-RAND_bytes", "tls-random", "tls-keyshare")
 SEEDED_ONCE = ("python-random",)
 # The library each consumer runs on, from the image's manifest (printed with the table)
 LIBRARY = {
     "openssl-RAND_bytes": ("libssl3t64", "libssl3"),
-    "tls-server-random": ("openssl",), "tls-server-key-share": ("openssl",),
+    "openssl-EPOCH-DRBG": ("reseed-epoch-drbg",),
+    "tls-random": ("openssl",), "tls-keyshare": ("openssl",),
+    "tls-epoch-random": ("reseed-epoch-drbg",), "tls-epoch-keyshare": ("reseed-epoch-drbg",),
     "glibc-getrandom": ("libc6",), "glibc-arc4random": ("libc6",),
     "gnutls-rnd": ("libgnutls30t64", "libgnutls30"),
     "sodium-randombytes": ("libsodium23",),
@@ -238,6 +245,61 @@ def shared(per_clone, name):
     return total, count, in_flight_same, prefix
 
 
+TEST_PROGRAM = "/usr/local/lib/reseed-us/epoch_drbg_test"
+MOVE = re.compile(r"# epoch-drbg: move the epoch")
+RAN = r"# userspace: ran (\S+) status (\d+)"
+
+
+def run_in_guest(g, command, timeout=300):
+    """Run command with the agent's 'run'; answer each 'move the epoch' with a leak
+    (QMP virtio-rng-leak, the VM stopped); return the console text of the run and its
+    exit status."""
+    mark = g.g.console_size()
+    g.g.send_command(f"run {command}\n")
+    moved = 0
+    deadline = time.monotonic() + timeout
+    while True:
+        text = g.g.read_console()[mark:]
+        done = re.search(RAN, text)
+        asks = len(MOVE.findall(text))
+        while moved < asks:
+            g.g.qmp("stop")
+            g.g.qmp("virtio-rng-leak")
+            g.g.qmp("cont")
+            moved += 1
+        if done:
+            return run.KERNEL_LINE.sub("", text[:done.start()]), int(done.group(2))
+        run.check(time.monotonic() < deadline and g.g.alive(),
+                  f"{g.name}: {command} did not end in {timeout} s")
+        time.sleep(0.05)
+
+
+def provider_test(boot_timeout):
+    """EPOCH-DRBG's unit tests and its benchmark in the guest, where the kernel has the
+    RNG epoch; TAP lines and the bench lines."""
+    disk = overlay(os.path.join(vm.RUNDIR, "us-provider.qcow2"), DISK, "raw")
+    g = DebianGuest("us-provider", "leak", disk)
+    try:
+        g.boot(boot_timeout)
+        text, status = run_in_guest(g, TEST_PROGRAM)
+        results = re.findall(r"^(ok|not ok) \d+ - ([^\r\n]*)", text, re.M)
+        tap = [(r == "ok", f"EPOCH-DRBG in the guest: {what}") for r, what in results]
+        plan = re.search(r"^1\.\.(\d+)", text, re.M)
+        tap.append((status == 0 and plan is not None and int(plan.group(1)) == len(results),
+                    f"EPOCH-DRBG in the guest: {TEST_PROGRAM} ran {len(results)} tests of "
+                    f"its plan, exit status {status}"))
+        text, status = run_in_guest(g, TEST_PROGRAM + " --bench")
+        bench = re.findall(r"^# bench: ([^\r\n]*)", text, re.M)
+        run.no_splat(g.g, g.name)
+        return tap, bench
+    except Exception:
+        g.g.report_failure("provider test")
+        raise
+    finally:
+        g.g.kill()
+        os.unlink(disk)
+
+
 def versions():
     try:
         with open(MANIFEST) as f:
@@ -256,6 +318,9 @@ def main():
     ap.add_argument("--run", type=float, default=2.0,
                     help="seconds each clone runs before its dump")
     ap.add_argument("--boot-timeout", type=float, default=600)
+    ap.add_argument("--provider-test", action="store_true",
+                    help="also run EPOCH-DRBG's unit tests and benchmark in a guest "
+                    "whose epoch the host moves (the leak queues)")
     ap.add_argument("--tap", help="write TAP here")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
@@ -305,7 +370,19 @@ def main():
                             f"for {prefix} of the first {min(drew)}): the negative control"))
             elif mech == "leak" and name in KERNEL_EACH_CALL:
                 tap.append((count == 0, f"{what}: it reads the kernel on each call"))
+            elif mech == "leak" and name in EPOCH_DRBG:
+                tap.append((count == 0, f"{what}: EPOCH-DRBG reseeds at the epoch"))
+            elif mech == "leak" and name in DEFAULT_DRBG:
+                tap.append((count > 0, f"{what}: OpenSSL's default DRBG, side by side with "
+                            "EPOCH-DRBG, repeats the other clones"))
             # the rest is measured, in the table and the JSON: no outcome is certain
+    bench = []
+    if args.provider_test:
+        try:
+            ptap, bench = provider_test(args.boot_timeout)
+            tap += ptap
+        except (run.Failed, vm.Timeout) as e:
+            tap.append((False, f"EPOCH-DRBG's tests in the guest: {e}"))
     print()
     print(f"user-space clone suite, row {vm.ROW} (Debian {vm.VERSIONS['DEBIAN_SUITE_' + vm.ROW]}"
           f" guest, our kernel), {args.clones} clones per mechanism, {args.run:g} s each:")
@@ -322,12 +399,15 @@ def main():
           "after resume; the output in flight at the snapshot not counted)")
     for m, r in results.items():
         print(f"  {m}: {r['in_play']}; boot {r['boot_s']} s, {r['seconds']} s in all")
+    for line in bench:
+        print(f"  EPOCH-DRBG {line}")
     if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:
             json.dump({"row": vm.ROW, "clones": args.clones, "run_s": args.run,
                        "versions": {p: vers.get(p) for ps in LIBRARY.values() for p in ps
                                     if p in vers},
-                       "mechanisms": results}, f, indent=1)
+                       "mechanisms": results, "epoch_drbg_bench": bench}, f, indent=1)
     lines = [f"1..{len(tap)}"]
     for i, (ok, what) in enumerate(tap, 1):
         lines.append(f"{'ok' if ok is not False else 'not ok'} {i} - {what}")

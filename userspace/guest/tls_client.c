@@ -16,23 +16,32 @@
 
 #include "us_consumer.h"
 
-#define TLS_PORT 4433
-
-int main(void)
+/* Usage: tls_client PORT LABEL: slots LABEL-random and LABEL-keyshare (the server's) */
+int main(int argc, char **argv)
 {
-	struct us_out random = us_open(0, "tls-server-random", 32);
-	struct us_out share = us_open(1, "tls-server-key-share", 32);
 	struct sockaddr_in addr = {
 		.sin_family = AF_INET,
-		.sin_port = htons(TLS_PORT),
 		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
 	};
-	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
 	unsigned char r[32], k[32];
+	struct us_out random, share;
+	char name[64];
 	EVP_PKEY *key;
+	SSL_CTX *ctx;
 	size_t len;
 	SSL *ssl;
 	int fd;
+
+	if (argc != 3 || atoi(argv[1]) <= 0 || atoi(argv[1]) > 65535) {
+		fprintf(stderr, "usage: %s PORT LABEL\n", argv[0]);
+		return 2;
+	}
+	addr.sin_port = htons(atoi(argv[1]));
+	snprintf(name, sizeof(name), "%s-random", argv[2]);
+	random = us_open(0, name, 32);
+	snprintf(name, sizeof(name), "%s-keyshare", argv[2]);
+	share = us_open(1, name, 32);
+	ctx = SSL_CTX_new(TLS_client_method());
 
 	if (!ctx || !SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) ||
 	    !SSL_CTX_set1_groups_list(ctx, "X25519"))

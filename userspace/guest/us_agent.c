@@ -16,6 +16,10 @@
  *              entries) to the disk whose serial is 'reseed-dump', print
  *              '# userspace: dumped BYTES'
  *     in-play  print the in-play line again
+ *     run PROGRAM [ARG...]
+ *              stop every program, run a test program of the image to its end (its
+ *              output on the console), print '# userspace: ran PROGRAM status N' (N: its
+ *              exit status, or 128 + the signal that ended it), continue the programs
  */
 #define AGENT_NO_STREAM
 #include <signal.h>
@@ -58,7 +62,7 @@ static void start(struct program *p, char **argv)
 
 static void read_config(const char *path)
 {
-	char line[512], *argv[16], *tok;
+	char line[1024], *argv[32], *tok;
 	FILE *f = fopen(path, "r");
 	int argc;
 
@@ -74,7 +78,7 @@ static void read_config(const char *path)
 			die("too many programs");
 		}
 		argc = 0;
-		for (tok = strtok(line, " \t\n"); tok && argc < 15; tok = strtok(NULL, " \t\n"))
+		for (tok = strtok(line, " \t\n"); tok && argc < 31; tok = strtok(NULL, " \t\n"))
 			argv[argc++] = tok;
 		argv[argc] = NULL;
 		if (argc < 3 || atoi(argv[1]) < 0 || h->used + atoi(argv[1]) > US_SLOTS) {
@@ -150,16 +154,23 @@ static int open_dump_disk(void)
 	return fd;
 }
 
-static void dump(void)
+/* Stopped, and known to be: no entry changes while the rings are copied. */
+static void stop_programs(void)
 {
-	uint64_t len = US_ENTRIES_OFF + (uint64_t)h->used * US_CAPACITY * US_WIDTH, done = 0;
-	int i, status, fd;
-	ssize_t n;
+	int i, status;
 
-	/* Stopped, and known to be: no entry changes while it is copied. */
 	for (i = 0; i < nprog; i++)
 		if (!kill(prog[i].pid, SIGSTOP))
 			waitpid(prog[i].pid, &status, WUNTRACED);
+}
+
+static void dump(void)
+{
+	uint64_t len = US_ENTRIES_OFF + (uint64_t)h->used * US_CAPACITY * US_WIDTH, done = 0;
+	int fd;
+	ssize_t n;
+
+	stop_programs();
 	fd = open_dump_disk();
 	if (fd < 0) {
 		printf("# userspace: dump refused: no disk with serial %s\n", DUMP_DISK);
@@ -177,6 +188,33 @@ static void dump(void)
 	else
 		printf("# userspace: dumped %" PRIu64 "\n", len);
 	close(fd);
+}
+
+static void run(char *line)
+{
+	char *argv[32], *tok;
+	int argc = 0, status;
+	pid_t pid;
+
+	for (tok = strtok(line + 4, " \t\r\n"); tok && argc < 31; tok = strtok(NULL, " \t\r\n"))
+		argv[argc++] = tok;
+	argv[argc] = NULL;
+	if (!argc)
+		return;
+	/* A quiet guest for the test's timing (its benchmark) */
+	stop_programs();
+	pid = fork();
+	if (pid == 0) {
+		execv(argv[0], argv);
+		printf("# userspace: error: exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		status = 255 << 8;
+	printf("# userspace: ran %s status %d\n", argv[0],
+	       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	for (int i = 0; i < nprog; i++)
+		kill(prog[i].pid, SIGCONT);
 }
 
 int main(int argc, char **argv)
@@ -206,16 +244,19 @@ int main(int argc, char **argv)
 
 	read_config(argv[1]);
 	wait_first_outputs(120);
+	/* Open before 'ready': what the host types into a UART nobody has open is lost. */
+	command = open_command();
 	print_in_play();
 	printf("# userspace: ready gpa=0x%" PRIx64 " slots=%u\n", guest_physical(h), h->used);
 
-	command = open_command();
 	while (fgets(line, sizeof(line), command)) {
 		reap();
 		if (!strncmp(line, "dump", 4))
 			dump();
 		else if (!strncmp(line, "in-play", 7))
 			print_in_play();
+		else if (!strncmp(line, "run ", 4))
+			run(line);
 	}
 	die("ttyS1 closed");
 }
