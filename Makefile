@@ -239,6 +239,11 @@ $(EPOCH_DRBG_DEB): userspace/epoch-drbg/epoch_drbg.c userspace/epoch-drbg/openss
 		$(wildcard userspace/epoch-drbg/debian/*) scripts/build-epoch-drbg.sh | $(STAMP)/deps
 	@$(STAGE) epoch-drbg scripts/build-epoch-drbg.sh $(@D)
 
+# The provider on this machine, whose kernel has no RNG epoch: the fallback's test
+EPOCH_DRBG_HOST_CONF := $(BUILD)/userspace/host-openssl.cnf
+$(EPOCH_DRBG_HOST_CONF): userspace/epoch-drbg/openssl.cnf $(EPOCH_DRBG_DEB)
+	sed 's|/etc/ssl/openssl.cnf.distrib|/etc/ssl/openssl.cnf|; s|/usr/lib/.*/epoch-drbg.so|$(abspath $(@D))/epoch-drbg.so|' $< >$@
+
 $(DISK): $(ROOTFS) $(addprefix $(US_BIN)/,$(US_PROGS)) userspace/guest/consumers \
 		userspace/guest/reseed-us.service userspace/guest/rand_python.py scripts/build-disk.sh \
 		$(EPOCH_DRBG_DEB)
@@ -378,7 +383,12 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 		>$(RESULTS)/userspace.tap; }
 	-@$(call skip,userspace) || [ -f $(RESULTS)/userspace.tap ] || $(STAGE) check-userspace[$(R)] \
 		snapshot-scenarios/userspace.py --mechanisms $(CHECK_US_MECHANISMS) \
-		--clones $(CHECK_US_CLONES) --tap $(RESULTS)/userspace.tap --json $(RESULTS)/userspace.json
+		--clones $(CHECK_US_CLONES) --provider-test --tap $(RESULTS)/userspace.tap \
+		--json $(RESULTS)/userspace.json
+	-@$(call skip,userspace) || $(if $(filter $(R),$(DEFAULT_ROW)),{ $(MAKE) --no-print-directory \
+		$(EPOCH_DRBG_HOST_CONF) $(US_BIN)/epoch_drbg_test && $(STAGE) check-epoch-drbg-host \
+		sh -c 'OPENSSL_CONF=$(EPOCH_DRBG_HOST_CONF) $(US_BIN)/epoch_drbg_test \
+		>$(RESULTS)/epoch-drbg-host.tap'; },:)
 	-@$(call skip,libvirt) || $(if $(filter $(R),$(DEFAULT_ROW)),$(STAGE) check-libvirt[$(R)] \
 		snapshot-scenarios/libvirt_scenarios.py --tap $(RESULTS)/libvirt.tap \
 		--json $(RESULTS)/libvirt.json,printf '1..1\nok 1 - libvirt scenarios # SKIP %s\n' \
@@ -453,7 +463,7 @@ audit: ## is a guest kernel clone-safe? make audit KERNEL=/boot/vmlinuz-V [MODUL
 		$(if $(CLONES),--clones $(CLONES)) $(if $(OUT),--out $(OUT))
 
 userspace: qemu kernel image ## what clones of real Debian guests share, per library: make userspace [ONLY=none,leak] [CLONES=8]
-	snapshot-scenarios/userspace.py $(if $(ONLY),--mechanisms $(ONLY)) \
+	snapshot-scenarios/userspace.py --provider-test $(if $(ONLY),--mechanisms $(ONLY)) \
 		$(if $(CLONES),--clones $(CLONES)) --json $(BUILD)/userspace/$(R).json
 
 libvirt: qemu guest ## the scenarios through a private libvirtd: make libvirt [CLONES=32] [ONLY=clones]
@@ -468,7 +478,8 @@ demo: qemu guest $(SNP_CERTS) ## boot the guest and tell what happened, in plain
 	@$(STAGE) demo[$(R)] scripts/demo.sh
 
 bench: $(SNP_CERTS) ## run the benchmarks on every row (ROW=...: one), side by side
-	@for r in $(CHECK_ROWS); do $(MAKE) --no-print-directory qemu guest ROW=$$r || exit; done
+	@for r in $(CHECK_ROWS); do $(MAKE) --no-print-directory qemu guest image ROW=$$r || exit; done
+	@$(MAKE) --no-print-directory $(EPOCH_DRBG_HOST_CONF) $(US_BIN)/epoch_drbg_test
 	@$(STAGE) bench scripts/bench.sh $(foreach r,$(CHECK_ROWS),$(r):$(QEMU_OF_ROW_$(r)))
 
 clean: ## remove test results and guest run directories (keeps the builds)

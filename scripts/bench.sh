@@ -22,6 +22,11 @@
 #      its vDSO built with the same configuration and compiler (ccache), and the images
 #      compared: sha256, and the instructions of __vdso_getrandom and of its ChaCha20 in
 #      objdump -d.  Identical images run the same instructions per call.
+#   6. EPOCH-DRBG (the OpenSSL provider): RAND_bytes of 16 and 4096 bytes against OpenSSL's
+#      default CTR-DRBG, each in a library context of its own, interleaved: natively on
+#      this machine (whose kernel has no RNG epoch: the wrapper without its epoch loads)
+#      and in each row's Debian guest (TCG), where every call reads the epoch.  Target:
+#      at least 0.95x.
 #   BENCH_SECTIONS="2 5" runs only those sections.
 case "${1:-}" in -h | --help)
 	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
@@ -39,7 +44,7 @@ in_row() {
 	RESEED_ROW=$row RESEED_KERNEL='' RESEED_INITRD='' RESEED_QEMU='' RESEED_QEMU_SRC='' "$@"
 }
 # BENCH_SECTIONS="2 5" runs only those sections (default: all).
-want() { [[ " ${BENCH_SECTIONS:-1 2 3 4 5} " == *" $1 "* ]]; }
+want() { [[ " ${BENCH_SECTIONS:-1 2 3 4 5 6} " == *" $1 "* ]]; }
 # each ROW:QEMU of the arguments, as "row qemu-version qemu-build-directory"
 each_row() {
 	local r
@@ -206,5 +211,15 @@ while read -r row qv obj; do
 	[ -n "$reader" ] || continue
 	echo "   [$row] without VMClock's counter in the vDSO: $(git -C "$src" log -1 --format='%h %s' "$reader^")"
 	compare "$row" "the vDSO reads VMClock's counter" "$with" "$middle"
+done < <(each_row)
+fi
+
+if want 6; then
+echo "== 6. EPOCH-DRBG against OpenSSL's default DRBG (target >= 0.95x)"
+OPENSSL_CONF=build/userspace/host-openssl.cnf build/userspace/bin/epoch_drbg_test --bench \
+	2>/dev/null | sed -n 's/^# bench: /   [host, native, no epoch] /p'
+while read -r row qv obj; do
+	in_row "$row" snapshot-scenarios/userspace.py --provider-only 2>&1 |
+		sed -n "s/^  EPOCH-DRBG \(RAND_bytes.*\)/   [$row guest, TCG] \1/p"
 done < <(each_row)
 fi

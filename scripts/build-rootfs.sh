@@ -8,9 +8,10 @@
 #   OUT-DIR/manifest (every installed package and its version, as dpkg has them).
 #
 #   The build cache: ~/.cache/reseed-lab/rootfs/KEY, keyed by the suite, the package
-#   list, the mirror and this script; the four newest stay.  The archive moves on
-#   under a key (a point release, a security update): the manifest records what a
-#   run measured, and RESEED_ROOTFS_REFRESH=1 builds again from today's archive.
+#   list, the mirror, the masked units and the recipe's version; the four newest stay.
+#   The archive moves on under a key (a point release, a security update): the manifest
+#   records what a run measured, and RESEED_ROOTFS_REFRESH=1 builds again from today's
+#   archive.
 case "${1:-}" in -h | --help)
 	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 esac
@@ -34,14 +35,20 @@ packages=$(sed 's/#.*//' "$list" | tr -s ' \n' ',' | sed 's/^,//; s/,$//')
 masked="apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all.timer
 	fstrim.timer systemd-tmpfiles-clean.timer systemd-logind.service getty@tty1.service"
 
-key=$( { echo "$suite $mirror $security $packages $masked"; cat "$0"; } | md5sum | cut -c1-32)
+# The key: what decides the tar.  RECIPE names the mmdebstrap command's form below: change
+# it with the command (comments and the caching around it do not re-key).
+recipe=1
+key=$(echo "$recipe $suite $mirror $security $packages $masked" | md5sum | cut -c1-32)
 cache=${RESEED_BUILD_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/reseed-lab}/rootfs
 mkdir -p "$out"
 # One build at a time per suite: make check starts one beside the first row's compile.
 exec 9>"$out.lock"
 flock 9
 if [ -z "${RESEED_ROOTFS_REFRESH:-}" ] && [ -f "$cache/$key/.complete" ]; then
-	cp "$cache/$key/rootfs.tar" "$cache/$key/manifest" "$out/"
+	# whole or not at all: make check restores beside a make that may read it
+	cp "$cache/$key/rootfs.tar" "$out/.rootfs.tar.tmp"
+	cp "$cache/$key/manifest" "$out/"
+	mv "$out/.rootfs.tar.tmp" "$out/rootfs.tar"
 	echo "build-rootfs: $suite restored from the build cache ($cache/$key)"
 	exit 0
 fi
@@ -61,7 +68,8 @@ mmdebstrap --variant=minbase --mode=root --include="$packages" \
 	"$suite" "$tmp/rootfs.tar" \
 	"deb $mirror $suite main" "deb $mirror $suite-updates main" \
 	"deb $security $suite-security main"
-mv "$tmp/rootfs.tar" "$tmp/manifest" "$out/"
+mv "$tmp/manifest" "$out/"
+mv "$tmp/rootfs.tar" "$out/"
 
 if mkdir -p "$cache"; then
 	new=$(mktemp -d "$cache/.new.XXXXXX")

@@ -3,7 +3,8 @@
 clones of one saved state, in a real Debian guest.
 
 usage: userspace.py [--mechanisms none,vmgenid,vmclock,leak] [--clones N] [--run SECONDS]
-                    [--tap FILE] [--json FILE]
+                    [--provider-test | --provider-only] [--tap FILE] [--json FILE]
+       userspace.py --markdown RESULTS.json...   (the table of earlier runs, in Markdown)
 
 The row's guest (RESEED_ROW): our kernel booting the Debian image of the row's release
 (build/image-ROW/disk.ext4, made by scripts/build-rootfs.sh and build-disk.sh) with
@@ -160,8 +161,9 @@ def overlay(path, backing, fmt):
     return path
 
 
-def measure(mechanism, clones, run_s, boot_timeout):
-    """Boot, save, clone; per consumer: N, and per clone its outputs from N on."""
+def measure(mechanism, clones, run_s, boot_timeout, last=None):
+    """Boot, save, clone; per consumer: N, and per clone its outputs from N on.  last:
+    called with the last clone once its rings are read, its result returned too."""
     tag = f"us-{mechanism}"
     src_disk = overlay(os.path.join(vm.RUNDIR, f"{tag}-src.qcow2"), DISK, "raw")
     path = os.path.join(vm.RUNDIR, f"{tag}.migration")
@@ -210,6 +212,7 @@ def measure(mechanism, clones, run_s, boot_timeout):
                           f"({count - n} outputs after resume, {US_CAPACITY} kept)")
                 outs[name] = entries(dump, k, n, count)
             per_clone.append(outs)
+            extra = last(c) if last and i == clones - 1 else None
             run.no_splat(c.g, c.name)
         except Exception:
             c.g.report_failure(f"{tag} clone {i}")
@@ -220,7 +223,8 @@ def measure(mechanism, clones, run_s, boot_timeout):
                 os.unlink(f)
     os.unlink(path)
     os.unlink(src_disk)
-    return {"at_save": dict(at_save), "clones": per_clone, "play": play, "boot_s": boot_s}
+    return {"at_save": dict(at_save), "clones": per_clone, "play": play, "boot_s": boot_s,
+            "last": extra}
 
 
 def shared(per_clone, name):
@@ -274,22 +278,27 @@ def run_in_guest(g, command, timeout=300):
         time.sleep(0.05)
 
 
+def provider_checks(g):
+    """EPOCH-DRBG's unit tests and its benchmark in guest g (the leak queues: the host
+    moves its epoch); TAP lines and the bench lines."""
+    text, status = run_in_guest(g, TEST_PROGRAM)
+    results = re.findall(r"^(ok|not ok) \d+ - ([^\r\n]*)", text, re.M)
+    tap = [(r == "ok", f"EPOCH-DRBG in the guest: {what}") for r, what in results]
+    plan = re.search(r"^1\.\.(\d+)", text, re.M)
+    tap.append((status == 0 and plan is not None and int(plan.group(1)) == len(results),
+                f"EPOCH-DRBG in the guest: {TEST_PROGRAM} ran {len(results)} tests of "
+                f"its plan, exit status {status}"))
+    text, status = run_in_guest(g, TEST_PROGRAM + " --bench")
+    return tap, re.findall(r"^# bench: ([^\r\n]*)", text, re.M)
+
+
 def provider_test(boot_timeout):
-    """EPOCH-DRBG's unit tests and its benchmark in the guest, where the kernel has the
-    RNG epoch; TAP lines and the bench lines."""
+    """provider_checks() in a guest of its own."""
     disk = overlay(os.path.join(vm.RUNDIR, "us-provider.qcow2"), DISK, "raw")
     g = DebianGuest("us-provider", "leak", disk)
     try:
         g.boot(boot_timeout)
-        text, status = run_in_guest(g, TEST_PROGRAM)
-        results = re.findall(r"^(ok|not ok) \d+ - ([^\r\n]*)", text, re.M)
-        tap = [(r == "ok", f"EPOCH-DRBG in the guest: {what}") for r, what in results]
-        plan = re.search(r"^1\.\.(\d+)", text, re.M)
-        tap.append((status == 0 and plan is not None and int(plan.group(1)) == len(results),
-                    f"EPOCH-DRBG in the guest: {TEST_PROGRAM} ran {len(results)} tests of "
-                    f"its plan, exit status {status}"))
-        text, status = run_in_guest(g, TEST_PROGRAM + " --bench")
-        bench = re.findall(r"^# bench: ([^\r\n]*)", text, re.M)
+        tap, bench = provider_checks(g)
         run.no_splat(g.g, g.name)
         return tap, bench
     except Exception:
@@ -308,7 +317,36 @@ def versions():
         return {}
 
 
+def markdown(paths):
+    """The results of earlier runs (--json files) as one Markdown table each."""
+    for path in paths:
+        with open(path) as f:
+            r = json.load(f)
+        mechs = list(r["mechanisms"])
+        names = list(dict.fromkeys(n for m in mechs for n in r["mechanisms"][m]["consumers"]))
+        print(f"Row {r['row']} ({r.get('date', '?')}, {r.get('commit', '?')}), "
+              f"{r['clones']} clones per mechanism, {r['run_s']:g} s each: "
+              "outputs drawn after resume that another clone also drew / all outputs drawn "
+              "after resume.\n")
+        print("| consumer | library | " + " | ".join(mechs) + " |")
+        print("|---" * (len(mechs) + 2) + "|")
+        vers = r.get("versions", {})
+        for n in names:
+            lib = next((f"{p} {vers[p]}" for p in LIBRARY.get(n, ()) if p in vers), "")
+            cells = []
+            for m in mechs:
+                c = r["mechanisms"][m]["consumers"].get(n)
+                cells.append(f"{c['shared']:,} / {c['after_resume']:,}" if c else "-")
+            print(f"| {n} | {lib} | " + " | ".join(cells) + " |")
+        print("\nIn play: " + "; ".join(f"{m}: {r['mechanisms'][m]['in_play']}" for m in mechs))
+        for line in r.get("epoch_drbg_bench", []):
+            print(f"EPOCH-DRBG {line}")
+        print()
+
+
 def main():
+    if sys.argv[1:2] == ["--markdown"]:
+        return markdown(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
@@ -321,12 +359,16 @@ def main():
     ap.add_argument("--provider-test", action="store_true",
                     help="also run EPOCH-DRBG's unit tests and benchmark in a guest "
                     "whose epoch the host moves (the leak queues)")
+    ap.add_argument("--provider-only", action="store_true",
+                    help="only EPOCH-DRBG's tests and benchmark (make bench)")
     ap.add_argument("--tap", help="write TAP here")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
     mechs = [m for m in args.mechanisms.split(",") if m]
+    if args.provider_only:
+        mechs, args.provider_test = [], True
     bad = [m for m in mechs if m not in MECHANISMS]
-    if bad or not mechs:
+    if bad or not (mechs or args.provider_only):
         ap.error(f"--mechanisms: no mechanism {','.join(bad)}; they are {', '.join(MECHANISMS)}")
     if not 2 <= args.clones <= 32:
         ap.error("--clones: from 2 to 32")
@@ -334,7 +376,8 @@ def main():
         ap.error(f"no Debian image for row {vm.ROW}: {DISK} (make image ROW={vm.ROW})")
     os.makedirs(vm.RUNDIR, exist_ok=True)
     vers = versions()
-    tap, results, table = [], {}, []
+    tap, results, table, bench = [], {}, [], []
+    provider_done = False
     for mech in mechs:
         if mech == "vmclock":
             try:
@@ -343,11 +386,20 @@ def main():
                 tap.append((None, f"{mech}: not applicable # SKIP {e}"))
                 continue
         t0 = time.monotonic()
+        # the provider's tests on the leak queues' last clone: no boot of their own
+        last = provider_checks if args.provider_test and mech == "leak" else None
         try:
-            r = measure(mech, args.clones, args.run, args.boot_timeout)
+            r = measure(mech, args.clones, args.run, args.boot_timeout, last)
         except (run.Failed, vm.Timeout) as e:
             tap.append((False, f"{mech}: {args.clones} clones of a Debian guest: {e}"))
+            if last:
+                tap.append((False, f"EPOCH-DRBG's tests in the guest: not run ({e})"))
+                provider_done = True
             continue
+        if last:
+            provider_done = True
+            tap += r["last"][0]
+            bench += r["last"][1]
         ok, label = run.mechanism_label(mech, r["play"])
         names = list(r["at_save"])
         results[mech] = {"in_play": label, "boot_s": round(r["boot_s"], 1),
@@ -376,8 +428,7 @@ def main():
                 tap.append((count > 0, f"{what}: OpenSSL's default DRBG, side by side with "
                             "EPOCH-DRBG, repeats the other clones"))
             # the rest is measured, in the table and the JSON: no outcome is certain
-    bench = []
-    if args.provider_test:
+    if args.provider_test and not provider_done:
         try:
             ptap, bench = provider_test(args.boot_timeout)
             tap += ptap
@@ -404,7 +455,10 @@ def main():
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:
+            commit = subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty"],
+                                    capture_output=True, text=True).stdout.strip()
             json.dump({"row": vm.ROW, "clones": args.clones, "run_s": args.run,
+                       "date": time.strftime("%Y-%m-%d"), "commit": commit,
                        "versions": {p: vers.get(p) for ps in LIBRARY.values() for p in ps
                                     if p in vers},
                        "mechanisms": results, "epoch_drbg_bench": bench}, f, indent=1)

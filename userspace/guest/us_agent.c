@@ -154,14 +154,27 @@ static int open_dump_disk(void)
 	return fd;
 }
 
-/* Stopped, and known to be: no entry changes while the rings are copied. */
+static int stopped;
+
+/*
+ * Stopped, and known to be: no entry changes while the rings are copied.  Once: a
+ * stopped child's state change is reported to waitpid() only once.
+ */
 static void stop_programs(void)
 {
 	int i, status;
 
-	for (i = 0; i < nprog; i++)
+	for (i = 0; i < nprog && !stopped; i++)
 		if (!kill(prog[i].pid, SIGSTOP))
 			waitpid(prog[i].pid, &status, WUNTRACED);
+	stopped = 1;
+}
+
+static void continue_programs(void)
+{
+	for (int i = 0; i < nprog; i++)
+		kill(prog[i].pid, SIGCONT);
+	stopped = 0;
 }
 
 static void dump(void)
@@ -213,8 +226,7 @@ static void run(char *line)
 		status = 255 << 8;
 	printf("# userspace: ran %s status %d\n", argv[0],
 	       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-	for (int i = 0; i < nprog; i++)
-		kill(prog[i].pid, SIGCONT);
+	continue_programs();
 }
 
 int main(int argc, char **argv)
