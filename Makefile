@@ -88,7 +88,7 @@ STAGE := scripts/stage.sh
 DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 
 .DEFAULT_GOAL := all
-.PHONY: all help suites deps sources image rootfs userspace epoch-drbg build-each-patch check-series check-help spec-check spec-map qemu kernel guest certs check check-row demo bench libvirt audit \
+.PHONY: all help suites deps sources image rootfs userspace epoch-drbg reseed-notify build-each-patch check-series check-help spec-check spec-map qemu kernel guest certs check check-row demo bench libvirt audit \
 	check-asan check-asan-row fuzz fuzz-build fuzz-coverage \
 	guest-test scenarios export-patches clean distclean FORCE
 
@@ -239,6 +239,14 @@ $(EPOCH_DRBG_DEB): userspace/epoch-drbg/epoch_drbg.c userspace/epoch-drbg/openss
 		$(wildcard userspace/epoch-drbg/debian/*) scripts/build-epoch-drbg.sh | $(STAMP)/deps
 	@$(STAGE) epoch-drbg scripts/build-epoch-drbg.sh $(@D)
 
+# The reseed-notify daemon and its Debian package (docs/userspace.md)
+RESEED_NOTIFY_DEB := $(BUILD)/userspace/reseed-notify_0.1-1_amd64.deb
+reseed-notify: $(RESEED_NOTIFY_DEB) ## build the reseed-notify daemon and its Debian package
+$(RESEED_NOTIFY_DEB): userspace/reseed-notify/reseed_notify.c \
+		userspace/reseed-notify/reseed-notify.service \
+		$(wildcard userspace/reseed-notify/debian/*) scripts/build-reseed-notify.sh | $(STAMP)/deps
+	@$(STAGE) reseed-notify scripts/build-reseed-notify.sh $(@D)
+
 # The provider on this machine, whose kernel has no RNG epoch: the fallback's test
 EPOCH_DRBG_HOST_CONF := $(BUILD)/userspace/host-openssl.cnf
 $(EPOCH_DRBG_HOST_CONF): userspace/epoch-drbg/openssl.cnf $(EPOCH_DRBG_DEB)
@@ -246,9 +254,10 @@ $(EPOCH_DRBG_HOST_CONF): userspace/epoch-drbg/openssl.cnf $(EPOCH_DRBG_DEB)
 
 $(DISK): $(ROOTFS) $(addprefix $(US_BIN)/,$(US_PROGS)) userspace/guest/consumers \
 		userspace/guest/reseed-us.service userspace/guest/rand_python.py scripts/build-disk.sh \
-		$(EPOCH_DRBG_DEB)
+		$(wildcard userspace/guest/hooks/*) $(EPOCH_DRBG_DEB) $(RESEED_NOTIFY_DEB)
 	@mkdir -p $(@D)
-	@$(STAGE) image[$(R)] scripts/build-disk.sh $(ROOTFS) $(US_BIN) $@ $(EPOCH_DRBG_DEB)
+	@$(STAGE) image[$(R)] scripts/build-disk.sh $(ROOTFS) $(US_BIN) $@ $(EPOCH_DRBG_DEB) \
+		$(RESEED_NOTIFY_DEB)
 
 # --- the fake AMD certificate chain (ARK, ASK, VCEK) the SEV-SNP responder signs with
 certs: $(SNP_CERTS) ## make the fake AMD ARK/ASK/VCEK in build/snp (openssl)

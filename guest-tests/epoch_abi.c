@@ -14,11 +14,13 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
@@ -652,6 +654,45 @@ TEST(epoch_unchanged_without_a_leak)
 		ASSERT_EQ(sizeof(buf), getrandom(buf, sizeof(buf), 0));
 	usleep(200 * 1000);
 	EXPECT_EQ(before, *p);
+	munmap((void *)p, getpagesize());
+	close(fd);
+}
+
+/*
+ * poll() and epoll on the descriptor: not readable while the epoch stays where RNDEPOCH,
+ * or the last read(), found it; read() never blocks, returns the epoch as poll() compares
+ * it (the page's value in bits 31:0) and refuses fewer than 8 bytes; write() is EBADF.
+ * That a move wakes a poller needs a host that moves the epoch: the user-space suite's
+ * epoch_poll_test (snapshot-scenarios/userspace.py).
+ */
+TEST(poll_read_and_acknowledge)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct pollfd pfd;
+	const volatile uint32_t *p;
+	uint64_t v;
+	int fd, ep;
+
+	EPOCH_FD_OR_SKIP(fd);
+	p = map_epoch(fd, PROT_READ, MAP_SHARED);
+	ASSERT_NE(NULL, p);
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	EXPECT_EQ(0, poll(&pfd, 1, 100))
+		TH_LOG("a new descriptor polls readable (revents %#x), the epoch unmoved",
+		       pfd.revents);
+	ASSERT_EQ(sizeof(v), read(fd, &v, sizeof(v))) TH_LOG("read: %s", strerror(errno));
+	EXPECT_EQ(*p, (uint32_t)v);
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	EXPECT_EQ(-1, read(fd, &v, 4));
+	EXPECT_EQ(EINVAL, errno) TH_LOG("read of 4 bytes: %s, want EINVAL", strerror(errno));
+	EXPECT_EQ(-1, write(fd, &v, sizeof(v)));
+	EXPECT_EQ(EBADF, errno) TH_LOG("write: %s, want EBADF", strerror(errno));
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev)) TH_LOG("epoll_ctl: %s",
+								  strerror(errno));
+	EXPECT_EQ(0, epoll_wait(ep, &ev, 1, 0));
+	close(ep);
 	munmap((void *)p, getpagesize());
 	close(fd);
 }

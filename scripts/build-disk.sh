@@ -6,7 +6,8 @@
 #   BIN-DIR holds the suite's guest programs (built by make against Debian's libraries,
 #   dynamically linked: in the guest they run on the image's own libraries).  Installs
 #   them in /usr/local/lib/reseed-us, userspace/guest/consumers and a fresh TLS key and
-#   certificate in /etc/reseed-us, and reseed-us.service enabled; installs each
+#   certificate in /etc/reseed-us, reseed-us.service enabled and the suite's
+#   reseed-notify hooks (userspace/guest/hooks); installs each
 #   PACKAGE.deb with the image's own dpkg (chroot); then mke2fs -d.  OUT.ext4.manifest
 #   lists every package of the image with its version.
 case "${1:-}" in -h | --help)
@@ -36,6 +37,8 @@ install -m 644 "$here/userspace/guest/consumers" "$etc/"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
 	-subj /CN=reseed-guest -keyout "$etc/tls/key.pem" -out "$etc/tls/cert.pem" 2>/dev/null
 install -m 644 "$here/userspace/guest/reseed-us.service" "$root/etc/systemd/system/"
+install -d "$root/etc/reseed-notify.d"
+install -m 755 "$here"/userspace/guest/hooks/* "$root/etc/reseed-notify.d/"
 ln -sf /etc/systemd/system/reseed-us.service \
 	"$root/etc/systemd/system/multi-user.target.wants/reseed-us.service"
 

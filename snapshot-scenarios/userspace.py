@@ -49,6 +49,8 @@ MANIFEST = DISK + ".manifest"          # scripts/build-disk.sh
 READY = r"^# userspace: ready gpa=(0x[0-9a-f]+) slots=(\d+)(?=\r?\n)"
 DUMPED = r"# userspace: (dumped \d+|dump refused[^\r\n]*)"
 ERROR = re.compile(r"# userspace: error: ([^\r\n]*)")
+# userspace/guest/hooks/50-reseed-us-console, run by reseed-notify when the epoch moved
+HOOK = re.compile(r"# reseed-notify: hook ran epoch=(0x[0-9a-f]+)")
 # us_ring.h
 US_MAGIC = 0x2173676e69727375
 US_CAPACITY = 1 << 16
@@ -189,7 +191,7 @@ def measure(mechanism, clones, run_s, boot_timeout, last=None):
         raise
     finally:
         src.g.kill()
-    per_clone = []
+    per_clone, hooks = [], []
     for i in range(clones):
         c = DebianGuest(f"{tag}-clone{i}", mechanism,
                         overlay(os.path.join(vm.RUNDIR, f"{tag}-clone{i}.qcow2"),
@@ -201,8 +203,15 @@ def measure(mechanism, clones, run_s, boot_timeout, last=None):
                 run.check(time.monotonic() < deadline, f"{c.name}: restore not done")
                 time.sleep(0.05)
             c.gpa = src.gpa
+            mark = c.g.console_size()
             c.g.qmp("cont")
-            time.sleep(run_s)
+            t0 = time.monotonic()
+            hook = None
+            while time.monotonic() < t0 + run_s:
+                if hook is None and HOOK.search(c.g.read_console(), mark):
+                    hook = time.monotonic() - t0
+                time.sleep(0.02)
+            hooks.append(hook)
             dump = c.dump_rings()
             slots = parse_header(dump)
             outs = {}
@@ -224,7 +233,7 @@ def measure(mechanism, clones, run_s, boot_timeout, last=None):
     os.unlink(path)
     os.unlink(src_disk)
     return {"at_save": dict(at_save), "clones": per_clone, "play": play, "boot_s": boot_s,
-            "last": extra}
+            "last": extra, "hooks": hooks}
 
 
 def shared(per_clone, name):
@@ -339,6 +348,12 @@ def markdown(paths):
                 cells.append(f"{c['shared']:,} / {c['after_resume']:,}" if c else "-")
             print(f"| {n} | {lib} | " + " | ".join(cells) + " |")
         print("\nIn play: " + "; ".join(f"{m}: {r['mechanisms'][m]['in_play']}" for m in mechs))
+        for m in mechs:
+            hooks = r["mechanisms"][m].get("reseed_notify_s")
+            if hooks is not None:
+                ran = [h for h in hooks if h is not None]
+                print(f"reseed-notify, {m}: its hook ran in {len(ran)} of {len(hooks)} clones"
+                      + (f", {min(ran):.2f}-{max(ran):.2f} s after resume" if ran else ""))
         for line in r.get("epoch_drbg_bench", []):
             print(f"EPOCH-DRBG {line}")
         print()
@@ -406,6 +421,16 @@ def main():
                          "seconds": round(time.monotonic() - t0, 1), "consumers": {}}
         if mech != "none" and not ok:
             tap.append((False, f"{mech}: the mechanism was not in play: {label}"))
+        ran = [h for h in r["hooks"] if h is not None]
+        results[mech]["reseed_notify_s"] = [None if h is None else round(h, 3)
+                                            for h in r["hooks"]]
+        what = (f"{mech}: reseed-notify's hook ran in {len(ran)} of {args.clones} clones "
+                f"within {args.run:g} s of resume" +
+                (f" ({min(ran):.2f}-{max(ran):.2f} s, host clock)" if ran else ""))
+        if mech == "leak":
+            tap.append((len(ran) == args.clones, what + ": the epoch moved, poll() woke it"))
+        elif mech == "none":
+            tap.append((not ran, what + ": no epoch without a mechanism"))
         for name in names:
             drew = [len(c[name]) - 1 for c in r["clones"]]
             total, count, same_flight, prefix = shared(r["clones"], name)
@@ -449,7 +474,10 @@ def main():
     print("  (outputs drawn after resume that another clone also drew / all outputs drawn "
           "after resume; the output in flight at the snapshot not counted)")
     for m, r in results.items():
-        print(f"  {m}: {r['in_play']}; boot {r['boot_s']} s, {r['seconds']} s in all")
+        ran = [h for h in r["reseed_notify_s"] if h is not None]
+        print(f"  {m}: {r['in_play']}; boot {r['boot_s']} s, {r['seconds']} s in all; "
+              f"reseed-notify's hook ran in {len(ran)} of {len(r['reseed_notify_s'])} clones"
+              + (f", {min(ran):.2f}-{max(ran):.2f} s after resume" if ran else ""))
     for line in bench:
         print(f"  EPOCH-DRBG {line}")
     if args.json:
