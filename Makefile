@@ -208,11 +208,12 @@ DEBIAN_SUITE := $(DEBIAN_SUITE_$(R))
 ROOTFS       := $(BUILD)/rootfs-$(DEBIAN_SUITE)/rootfs.tar
 US_BIN       := $(BUILD)/userspace/bin
 US_PROGS     := us_agent rand_openssl rand_getrandom rand_arc4random rand_gnutls \
-	rand_sodium tls_client epoch_drbg_test
+	rand_sodium tls_client tls_tickets epoch_drbg_test
 US_LIBS_rand_openssl := -lcrypto
 US_LIBS_rand_gnutls  := -lgnutls
 US_LIBS_rand_sodium  := -lsodium
 US_LIBS_tls_client   := -lssl -lcrypto
+US_LIBS_tls_tickets  := -lssl -lcrypto
 # agent_common.h's helpers that the agent does not call are unused here
 US_CFLAGS    := -O2 -Wall -Wextra -Werror -Wno-unused-function -Wno-unused-variable \
 	-D_GNU_SOURCE -I guest-tests -I userspace/guest
@@ -253,7 +254,8 @@ $(EPOCH_DRBG_HOST_CONF): userspace/epoch-drbg/openssl.cnf $(EPOCH_DRBG_DEB)
 	sed 's|/etc/ssl/openssl.cnf.distrib|/etc/ssl/openssl.cnf|; s|/usr/lib/.*/epoch-drbg.so|$(abspath $(@D))/epoch-drbg.so|' $< >$@
 
 $(DISK): $(ROOTFS) $(addprefix $(US_BIN)/,$(US_PROGS)) userspace/guest/consumers \
-		userspace/guest/reseed-us.service userspace/guest/rand_python.py scripts/build-disk.sh \
+		userspace/guest/reseed-us.service userspace/guest/reseed-us-tls.service \
+		userspace/guest/rand_python.py scripts/build-disk.sh \
 		$(wildcard userspace/guest/hooks/*) $(EPOCH_DRBG_DEB) $(RESEED_NOTIFY_DEB)
 	@mkdir -p $(@D)
 	@$(STAGE) image[$(R)] scripts/build-disk.sh $(ROOTFS) $(US_BIN) $@ $(EPOCH_DRBG_DEB) \

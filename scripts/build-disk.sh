@@ -36,7 +36,10 @@ install -m 755 "$bin"/* "$here/userspace/guest/rand_python.py" "$lib/"
 install -m 644 "$here/userspace/guest/consumers" "$etc/"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
 	-subj /CN=reseed-guest -keyout "$etc/tls/key.pem" -out "$etc/tls/cert.pem" 2>/dev/null
-install -m 644 "$here/userspace/guest/reseed-us.service" "$root/etc/systemd/system/"
+install -m 644 "$here/userspace/guest/reseed-us.service" \
+	"$here/userspace/guest/reseed-us-tls.service" "$root/etc/systemd/system/"
+ln -sf /etc/systemd/system/reseed-us-tls.service \
+	"$root/etc/systemd/system/multi-user.target.wants/reseed-us-tls.service"
 install -d "$root/etc/reseed-notify.d"
 install -m 755 "$here"/userspace/guest/hooks/* "$root/etc/reseed-notify.d/"
 ln -sf /etc/systemd/system/reseed-us.service \

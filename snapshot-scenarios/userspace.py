@@ -51,6 +51,8 @@ DUMPED = r"# userspace: (dumped \d+|dump refused[^\r\n]*)"
 ERROR = re.compile(r"# userspace: error: ([^\r\n]*)")
 # userspace/guest/hooks/50-reseed-us-console, run by reseed-notify when the epoch moved
 HOOK = re.compile(r"# reseed-notify: hook ran epoch=(0x[0-9a-f]+)")
+HOOKS_DONE = r"reseed-notify: hooks done in"       # its log line (the journal, forwarded)
+TLS_STARTED = r"Started reseed-us-tls.service"      # systemd's, forwarded too
 # us_ring.h
 US_MAGIC = 0x2173676e69727375
 US_CAPACITY = 1 << 16
@@ -76,12 +78,16 @@ KERNEL_EACH_CALL = ("glibc-getrandom", "glibc-arc4random", "python-secrets",
 EPOCH_DRBG = ("openssl-EPOCH-DRBG", "tls-epoch-random", "tls-epoch-keyshare")
 DEFAULT_DRBG = ("openssl-RAND_bytes", "tls-random", "tls-keyshare")
 SEEDED_ONCE = ("python-random",)
+# tls_tickets.c: the key names of a TLS server's session tickets; reseed-notify's hook
+# restarts that server when the epoch moved
+TICKETS = "tls-ticket-key"
 # The library each consumer runs on, from the image's manifest (printed with the table)
 LIBRARY = {
     "openssl-RAND_bytes": ("libssl3t64", "libssl3"),
     "openssl-EPOCH-DRBG": ("reseed-epoch-drbg",),
     "tls-random": ("openssl",), "tls-keyshare": ("openssl",),
     "tls-epoch-random": ("reseed-epoch-drbg",), "tls-epoch-keyshare": ("reseed-epoch-drbg",),
+    "tls-ticket-key": ("reseed-notify",),
     "glibc-getrandom": ("libc6",), "glibc-arc4random": ("libc6",),
     "gnutls-rnd": ("libgnutls30t64", "libgnutls30"),
     "sodium-randombytes": ("libsodium23",),
@@ -212,6 +218,12 @@ def measure(mechanism, clones, run_s, boot_timeout, last=None):
                     hook = time.monotonic() - t0
                 time.sleep(0.02)
             hooks.append(hook)
+            if hook is not None:
+                # Its hooks restart a TLS server (tls_tickets.c): let them finish, systemd
+                # start the server again, and the client get tickets from it.
+                done = c.g.wait_console(HOOKS_DONE, 30, mark)
+                c.g.wait_console(TLS_STARTED, 30, done.end())
+                time.sleep(3.0)
             dump = c.dump_rings()
             slots = parse_header(dump)
             outs = {}
@@ -452,6 +464,18 @@ def main():
             elif mech == "leak" and name in DEFAULT_DRBG:
                 tap.append((count > 0, f"{what}: OpenSSL's default DRBG, side by side with "
                             "EPOCH-DRBG, repeats the other clones"))
+            elif name == TICKETS and mech in ("leak", "none"):
+                last = [c[name][-1] for c in r["clones"] if len(c[name]) > 1]
+                differ = len(set(last)) == len(last) == args.clones
+                same = len(set(last)) == 1 and len(last) == args.clones
+                tap.append((differ if mech == "leak" else same,
+                            f"{mech}: the last ticket each clone's TLS server issued: "
+                            f"{len(set(last))} key names in {len(last)} clones "
+                            f"({', '.join(sorted(k[:4].hex() for k in set(last)))}): " +
+                            ("each its own (reseed-notify restarted the server), a ticket "
+                             "of one does not resume on another" if mech == "leak" else
+                             "one key, no hook without an epoch: each clone resumes the "
+                             "others' sessions")))
             # the rest is measured, in the table and the JSON: no outcome is certain
     if args.provider_test and not provider_done:
         try:

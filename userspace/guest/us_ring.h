@@ -8,7 +8,7 @@
  * n % US_CAPACITY of its slot, then publishes count = n + 1 with a release store: the
  * host reads the counts with the VM stopped (the index in flight at a snapshot), and
  * the entries from the agent's dump.  A consumer pauses US_PAUSE_NS after every
- * US_BATCH outputs: at most 12,800 outputs a second, so that its slot holds every output
+ * US_BATCH outputs: at most 6,400 outputs a second, so that its slot holds every output
  * of a clone's run (a few seconds) before the dump.
  *
  *   page 0         struct us_header: magic, geometry, one struct us_slot per slot
@@ -26,7 +26,7 @@
 #define US_CAPACITY	(1u << 16)
 #define US_WIDTH	16			/* bytes kept of each output */
 #define US_BATCH	256
-#define US_PAUSE_NS	20000000
+#define US_PAUSE_NS	40000000
 #define US_ENTRIES_OFF	4096
 #define US_RING_SIZE	(US_ENTRIES_OFF + (uint64_t)US_SLOTS * US_CAPACITY * US_WIDTH)
 #define US_RING_PATH	"/dev/shm/reseed-us.ring"
