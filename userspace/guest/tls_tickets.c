@@ -10,59 +10,30 @@
  *
  * Usage: tls_tickets PORT LABEL: slot LABEL-ticket-key
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-
-#include "us_consumer.h"
+#include "tls_connect.h"
 
 static const char request[] = "GET / HTTP/1.0\r\n\r\n";
 
 int main(int argc, char **argv)
 {
-	struct sockaddr_in addr = {
-		.sin_family = AF_INET,
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-	};
+	int port = tls_port(argc, argv), fd;
 	const unsigned char *ticket;
+	char name[24], buf[4096];
 	struct us_out keys;
 	SSL_SESSION *sess;
-	char name[24], buf[4096];
 	SSL_CTX *ctx;
 	size_t len;
 	SSL *ssl;
-	int fd;
 
-	if (argc != 3 || atoi(argv[1]) <= 0 || atoi(argv[1]) > 65535) {
-		fprintf(stderr, "usage: %s PORT LABEL\n", argv[0]);
-		return 2;
-	}
-	addr.sin_port = htons(atoi(argv[1]));
 	snprintf(name, sizeof(name), "%s-ticket-key", argv[2]);
 	keys = us_open(0, name, 16);
-	ctx = SSL_CTX_new(TLS_client_method());
-	if (!ctx || !SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION))
-		us_die("SSL_CTX");
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+	ctx = tls_context();
 	for (;;) {
-		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			us_die("socket");
-		if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
-			/* the server is not listening (yet, or again after a restart) */
-			close(fd);
-			usleep(100000);
+		ssl = tls_connect(ctx, port, &fd);
+		if (!ssl)
 			continue;
-		}
-		ssl = SSL_new(ctx);
-		if (!ssl || !SSL_set_fd(ssl, fd))
-			us_die("SSL_new");
 		/* the tickets come after the handshake: read the reply to the end */
-		if (SSL_connect(ssl) == 1 &&
-		    SSL_write(ssl, request, sizeof(request) - 1) == sizeof(request) - 1) {
+		if (SSL_write(ssl, request, sizeof(request) - 1) == sizeof(request) - 1) {
 			while (SSL_read(ssl, buf, sizeof(buf)) > 0)
 				;
 			sess = SSL_get1_session(ssl);
@@ -72,10 +43,8 @@ int main(int argc, char **argv)
 					us_put(&keys, ticket, 16);
 				SSL_SESSION_free(sess);
 			}
-		} else {
-			ERR_clear_error();
-			usleep(100000);
 		}
+		ERR_clear_error();
 		SSL_free(ssl);
 		close(fd);
 	}
