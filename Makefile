@@ -237,7 +237,8 @@ $(US_BIN)/%: userspace/guest/%.c $(wildcard userspace/guest/*.h) guest-tests/age
 # The EPOCH-DRBG OpenSSL provider and its Debian package (docs/userspace.md)
 epoch-drbg: $(EPOCH_DRBG_DEB) ## build the EPOCH-DRBG OpenSSL provider and its Debian package
 $(EPOCH_DRBG_DEB): userspace/epoch-drbg/epoch_drbg.c userspace/epoch-drbg/openssl.cnf \
-		$(wildcard userspace/epoch-drbg/debian/*) scripts/build-epoch-drbg.sh | $(STAMP)/deps
+		$(wildcard userspace/epoch-drbg/debian/*) scripts/build-epoch-drbg.sh scripts/build-deb.sh \
+		| $(STAMP)/deps
 	@$(STAGE) epoch-drbg scripts/build-epoch-drbg.sh $(@D)
 
 # The reseed-notify daemon and its Debian package (docs/userspace.md)
@@ -245,7 +246,8 @@ RESEED_NOTIFY_DEB := $(BUILD)/userspace/reseed-notify_0.1-1_amd64.deb
 reseed-notify: $(RESEED_NOTIFY_DEB) ## build the reseed-notify daemon and its Debian package
 $(RESEED_NOTIFY_DEB): userspace/reseed-notify/reseed_notify.c \
 		userspace/reseed-notify/reseed-notify.service \
-		$(wildcard userspace/reseed-notify/debian/*) scripts/build-reseed-notify.sh | $(STAMP)/deps
+		$(wildcard userspace/reseed-notify/debian/*) scripts/build-reseed-notify.sh \
+		scripts/build-deb.sh | $(STAMP)/deps
 	@$(STAGE) reseed-notify scripts/build-reseed-notify.sh $(@D)
 
 # The provider on this machine, whose kernel has no RNG epoch: the fallback's test

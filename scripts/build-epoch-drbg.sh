@@ -26,7 +26,6 @@ gcc -O2 -g -Wall -Wextra -Werror -fPIC -shared -DEPOCH_DRBG_VERSION="\"${version
 	-Wl,-z,relro,-z,now -o "$out/epoch-drbg.so" "$src/epoch_drbg.c" -lcrypto -lpthread
 
 root=$(mktemp -d "$out/.deb.XXXXXX")
-chmod 755 "$root"
 trap 'rm -rf "$root"' EXIT
 install -d "$root/DEBIAN" "$root/$moddir" "$root/usr/share/$pkg" "$root/etc/ssl" \
 	"$root/usr/share/doc/$pkg"
@@ -46,13 +45,11 @@ Maintainer: reseed-lab <dev@reseed-lab.invalid>
 Depends: libc6 (>= 2.34), libssl3 (>= 3.0.0) | libssl3t64 (>= 3.0.0)
 Section: libs
 Priority: optional
-Installed-Size: $(du -sk "$root" | cut -f1)
 Description: OpenSSL DRBGs that reseed when a VM snapshot or clone moved the RNG epoch
  An OpenSSL 3 provider whose EPOCH-DRBG reads the kernel's RNG epoch (ioctl RNDEPOCH
  on /dev/random) before every generate and reseeds from the kernel when it moved,
  selected for every program on the system by /etc/ssl/openssl.cnf (Debian's own
  configuration is kept, included, and restored when the package is removed).
 CONTROL
-(cd "$root" && find usr -type f -exec md5sum {} +) >"$root/DEBIAN/md5sums"
-dpkg-deb --root-owner-group -Zxz -b "$root" "$out/${pkg}_${version}_amd64.deb" >/dev/null
+"$here/scripts/build-deb.sh" "$root" "$out/${pkg}_${version}_amd64.deb"
 echo "build-epoch-drbg: $out/${pkg}_${version}_amd64.deb"

@@ -22,7 +22,6 @@ gcc -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Wl,-z,relro,-z,now \
 	-o "$out/reseed-notify" "$src/reseed_notify.c"
 
 root=$(mktemp -d "$out/.deb.XXXXXX")
-chmod 755 "$root"
 trap 'rm -rf "$root"' EXIT
 install -d "$root/DEBIAN" "$root/usr/sbin" "$root/usr/lib/systemd/system" \
 	"$root/etc/reseed-notify.d" "$root/usr/share/doc/$pkg"
@@ -39,7 +38,6 @@ Maintainer: reseed-lab <dev@reseed-lab.invalid>
 Depends: libc6 (>= 2.34), init-system-helpers (>= 1.54)
 Section: admin
 Priority: optional
-Installed-Size: $(du -sk "$root" | cut -f1)
 Description: run hooks when a VM snapshot or clone moved the RNG epoch
  A daemon that waits in poll() on the kernel's RNG epoch (ioctl RNDEPOCH on
  /dev/urandom) and, each time it moves (the machine was snapshotted, restored or
@@ -47,6 +45,5 @@ Description: run hooks when a VM snapshot or clone moved the RNG epoch
  generator reseeds by itself, such as TLS session-ticket keys ('systemctl reload
  nginx'), VPN session keys or cached identifiers.
 CONTROL
-(cd "$root" && find usr -type f -exec md5sum {} +) >"$root/DEBIAN/md5sums"
-dpkg-deb --root-owner-group -Zxz -b "$root" "$out/${pkg}_${version}_amd64.deb" >/dev/null
+"$here/scripts/build-deb.sh" "$root" "$out/${pkg}_${version}_amd64.deb"
 echo "build-reseed-notify: $out/${pkg}_${version}_amd64.deb"
