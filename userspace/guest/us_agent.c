@@ -43,6 +43,18 @@ static struct program prog[MAX_PROGRAMS];
 static int nprog;
 static struct us_header *h;
 
+/* The words of line (blank-separated, at most max - 1 of them) into argv, NULL-ended. */
+static int split(char *line, char **argv, int max)
+{
+	int argc = 0;
+	char *tok;
+
+	for (tok = strtok(line, " \t\r\n"); tok && argc < max - 1; tok = strtok(NULL, " \t\r\n"))
+		argv[argc++] = tok;
+	argv[argc] = NULL;
+	return argc;
+}
+
 static void start(struct program *p, char **argv)
 {
 	char slot[16];
@@ -62,7 +74,7 @@ static void start(struct program *p, char **argv)
 
 static void read_config(const char *path)
 {
-	char line[1024], *argv[32], *tok;
+	char line[1024], *argv[32];
 	FILE *f = fopen(path, "r");
 	int argc;
 
@@ -77,10 +89,7 @@ static void read_config(const char *path)
 			errno = E2BIG;
 			die("too many programs");
 		}
-		argc = 0;
-		for (tok = strtok(line, " \t\n"); tok && argc < 31; tok = strtok(NULL, " \t\n"))
-			argv[argc++] = tok;
-		argv[argc] = NULL;
+		argc = split(line, argv, 32);
 		if (argc < 3 || atoi(argv[1]) < 0 || h->used + atoi(argv[1]) > US_SLOTS) {
 			errno = EINVAL;
 			die("consumers file: NAME SLOTS PROGRAM [ARG...], slots within US_SLOTS");
@@ -205,14 +214,11 @@ static void dump(void)
 
 static void run(char *line)
 {
-	char *argv[32], *tok;
-	int argc = 0, status;
+	char *argv[32];
+	int status;
 	pid_t pid;
 
-	for (tok = strtok(line + 4, " \t\r\n"); tok && argc < 31; tok = strtok(NULL, " \t\r\n"))
-		argv[argc++] = tok;
-	argv[argc] = NULL;
-	if (!argc)
+	if (!split(line + 4, argv, 32))
 		return;
 	/* A quiet guest for the test's timing (its benchmark) */
 	stop_programs();
