@@ -14,14 +14,12 @@
 #   4. attestation: reports/s through configfs-tsm 1 and 8 at a time (p50, p99), the
 #      fake SEV-SNP responder's own time per request (target < 1 ms with the signature),
 #      against the legacy ioctl as baseline.
-#   5. vDSO getrandom() with our changes and without: the leak queues' change (copy-on-leak
-#      writes the vDSO generation) does not touch the vDSO code, so its figure is the vDSO
-#      image itself; the reading of VMClock's counter (the x86/vdso commit) does.  The row's
-#      tree before the first commit whose subject names the vDSO, and before the x86/vdso
-#      one, is unpacked in build/bench/ (VDSO_BASE=COMMIT: compare HEAD with that instead),
-#      its vDSO built with the same configuration and compiler (ccache), and the images
-#      compared: sha256, and the instructions of __vdso_getrandom and of its ChaCha20 in
-#      objdump -d.  Identical images run the same instructions per call.
+#   5. vDSO getrandom() with our change and without: one commit of the series reaches the
+#      vDSO code (x86/vdso: states keyed on the RNG epoch, read from the vvar area).  The
+#      row's tree before it is unpacked in build/bench/ (VDSO_BASE=COMMIT: compare HEAD
+#      with that instead), its vDSO built with the same configuration and compiler
+#      (ccache), and the images compared: sha256, the instructions of __vdso_getrandom and
+#      of its ChaCha20 in objdump -d, and how many of them address the vvar area.
 #   6. EPOCH-DRBG (the OpenSSL provider): RAND_bytes of 16 and 4096 bytes against OpenSSL's
 #      default CTR-DRBG, each in a library context of its own, interleaved: natively on
 #      this machine (whose kernel has no RNG epoch: the wrapper without its epoch loads)
@@ -132,6 +130,14 @@ instructions() {
 		awk -v f="<$1>:" '$2 == f { on = 1; next } on && /^$/ { exit } on && /^ *[0-9a-f]+:/ { n++ }
 			END { print n + 0 }'
 }
+# vvar_refs FUNCTION IMAGE: instructions of FUNCTION that address the vvar area
+# (RIP-relative: the data pages, the epoch page, the counter's page)
+vvar_refs() {
+	objdump -d --no-show-raw-insn "$2" |
+		awk -v f="<$1>:" '$2 == f { on = 1; next } on && /^$/ { exit }
+			on && /\(%rip\)/ && /<(vvar_|timens_|rng_epoch_page|vmclock_page)/ { n++ }
+			END { print n + 0 }'
+}
 # vdso_of_base ROW COMMIT TAG: build the row's vDSO at COMMIT in build/bench/ (once per
 # commit and tag).  The unpacked tree sits at the same relative path from its own top as
 # build/src/ does from this one, so that ccache, keyed on relative paths, hits for what
@@ -176,13 +182,13 @@ compare() {
 		n=$(instructions __vdso_getrandom "$with/vdso64.so.dbg")
 		m=$(instructions __vdso_getrandom "$without/vdso64.so.dbg")
 		echo "   [$row] $what: the images differ, __vdso_getrandom $((n - m)) instructions" \
-			"longer; the guest timings of section 2 give the cost per call"
+			"longer ($(vvar_refs __vdso_getrandom "$with/vdso64.so.dbg") addresses in the" \
+			"vvar area against $(vvar_refs __vdso_getrandom "$without/vdso64.so.dbg")); the guest" \
+			"timings of section 2 give the cost per call"
 	fi
 }
-# Two changes of the series reach the vDSO: the leak queues' copy-on-leak writes its
-# generation (the commits whose subjects name the vDSO first; no vDSO code changes), and
-# the vDSO reads VMClock's counter (the x86/vdso commit).  VDSO_BASE=COMMIT compares HEAD
-# with another commit instead.
+# One change of the series reaches the vDSO: the x86/vdso commit.  VDSO_BASE=COMMIT
+# compares HEAD with another commit instead.
 while read -r row qv obj; do
 	src=build/src/linux-$row with=build/linux-$row/arch/x86/entry/vdso
 	if ! nm "$with/vdso64.so.dbg" 2>/dev/null | grep -q ' __vdso_getrandom$'; then
@@ -195,22 +201,16 @@ while read -r row qv obj; do
 		continue
 	fi
 	log=$(git -C "$src" log --reverse --format='%H %s' pristine..HEAD)
-	first=$(awk 'tolower($0) ~ /vdso/ { print $1; exit }' <<<"$log")
 	reader=$(awk '$2 == "x86/vdso:" { print $1; exit }' <<<"$log")
-	[ -n "$first" ] || {
-		echo "   [$row] no commit of the series names the vDSO: nothing to compare"
+	[ -n "$reader" ] || {
+		echo "   [$row] no x86/vdso commit in the series: nothing to compare"
 		continue
 	}
 	t0=$(date +%s)
-	without=$(vdso_of_base "$row" "$(git -C "$src" rev-parse "$first^")" leak)
-	middle=$with
-	[ -z "$reader" ] || middle=$(vdso_of_base "$row" "$(git -C "$src" rev-parse "$reader^")" vmclock)
-	echo "   [$row] without the leak queues' change: $(git -C "$src" log -1 --format='%h %s' "$first^")" \
-		"(vDSO images built in $(($(date +%s) - t0)) s)"
-	compare "$row" "the leak queues move the vDSO generation" "$middle" "$without"
-	[ -n "$reader" ] || continue
-	echo "   [$row] without VMClock's counter in the vDSO: $(git -C "$src" log -1 --format='%h %s' "$reader^")"
-	compare "$row" "the vDSO reads VMClock's counter" "$with" "$middle"
+	without=$(vdso_of_base "$row" "$(git -C "$src" rev-parse "$reader^")" epoch)
+	echo "   [$row] without the vDSO's epoch: $(git -C "$src" log -1 --format='%h %s' "$reader^")" \
+		"(vDSO image built in $(($(date +%s) - t0)) s)"
+	compare "$row" "the vDSO keys its states on the RNG epoch" "$with" "$without"
 done < <(each_row)
 fi
 
