@@ -29,17 +29,26 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 
+/*
+ * struct rand_epoch_data.vm_counter_offset, in 32-bit words from the page's start
+ * (byte 256, off the cache lines that a device writes): 0 on kernels without the VM
+ * counter, which map one page.
+ */
+#ifndef EPOCH_VM_COUNTER_OFFSET_WORD
+#define EPOCH_VM_COUNTER_OFFSET_WORD	64
+#endif
+
 static const uint64_t epoch_no_vm_counter;
 
 /*
  * The VM generation counter of a mapping made by epoch_map(), or a zero where the
- * kernel has none (vm_counter_offset, the second word of the page, is 0 on kernels
+ * kernel has none (vm_counter_offset, at byte 256 of the page, is 0 on kernels
  * without it).  Read it again whenever the value moved: the kernel moves the value
  * when a counter comes or goes.
  */
 static inline const volatile uint64_t *epoch_vm_counter(const volatile uint32_t *epoch)
 {
-	uint32_t off = epoch ? epoch[1] : 0;
+	uint32_t off = epoch ? epoch[EPOCH_VM_COUNTER_OFFSET_WORD] : 0;
 
 	return off ? (const volatile uint64_t *)((const volatile char *)epoch + off) :
 		     &epoch_no_vm_counter;
@@ -56,7 +65,7 @@ static inline const volatile uint32_t *epoch_map(int efd)
 
 	if (p == MAP_FAILED)
 		return NULL;
-	if (!((const volatile uint32_t *)p)[1])
+	if (!((const volatile uint32_t *)p)[EPOCH_VM_COUNTER_OFFSET_WORD])
 		return p;
 	munmap(p, pg);
 	p = mmap(NULL, 2 * pg, PROT_READ, MAP_SHARED, efd, 0);

@@ -14,4 +14,13 @@
 #undef GRND_INSECURE
 #include <linux/random.h>
 
+/*
+ * struct rand_epoch_data.vm_counter_offset, in 32-bit words from the page's start
+ * (byte 256, off the cache lines that a device writes): 0 on kernels without the VM
+ * counter, which map one page.
+ */
+#ifndef EPOCH_VM_COUNTER_OFFSET_WORD
+#define EPOCH_VM_COUNTER_OFFSET_WORD	64
+#endif
+
 #endif /* RNG_UAPI_H */

@@ -43,6 +43,9 @@
 #define RNDEPOCH _IO('R', 0x08)		/* <linux/random.h> of the RNG epoch series */
 #endif
 
+/* rand_epoch_data.vm_counter_offset, in 32-bit words: byte 256, 0 without a VM counter */
+#define EPOCH_VM_COUNTER_OFFSET_WORD	64
+
 #define EPOCH_DRBG_INNER	"CTR-DRBG"
 #define EPOCH_DRBG_CIPHER	"AES-256-CTR"
 
@@ -68,7 +71,7 @@ static void epoch_map(void)
 	if (efd >= 0) {
 		p = mmap(NULL, pg, PROT_READ, MAP_SHARED, efd, 0);
 		/* rand_epoch_data.vm_counter_offset: the kernel maps a second page */
-		if (p != MAP_FAILED && ((const volatile uint32_t *)p)[1]) {
+		if (p != MAP_FAILED && ((const volatile uint32_t *)p)[EPOCH_VM_COUNTER_OFFSET_WORD]) {
 			munmap(p, pg);
 			p = mmap(NULL, 2 * pg, PROT_READ, MAP_SHARED, efd, 0);
 		}
@@ -98,7 +101,7 @@ static struct epoch epoch_read(void)
 	if (!epoch_page)
 		return e;
 	e.value = __atomic_load_n(epoch_page, __ATOMIC_ACQUIRE);
-	off = epoch_page[1];
+	off = epoch_page[EPOCH_VM_COUNTER_OFFSET_WORD];
 	if (off)
 		vm = (const volatile uint64_t *)((const volatile char *)epoch_page + off);
 	e.vm = __atomic_load_n(vm, __ATOMIC_ACQUIRE);
