@@ -19,7 +19,9 @@
 #      row's tree before it is unpacked in build/bench/ (VDSO_BASE=COMMIT: compare HEAD
 #      with that instead), its vDSO built with the same configuration and compiler
 #      (ccache), and the images compared: sha256, the instructions of __vdso_getrandom and
-#      of its ChaCha20 in objdump -d, and how many of them address the vvar area.
+#      of its ChaCha20 in objdump -d, how many of them address the vvar area, and the
+#      cost per call: the kernel before the commit (built in build/bench/) and the
+#      row's, booted in turn, five runs of bench_epoch_prng each.
 #   6. EPOCH-DRBG (the OpenSSL provider): RAND_bytes of 16 and 4096 bytes against OpenSSL's
 #      default CTR-DRBG, each in a library context of its own, interleaved: natively on
 #      this machine (whose kernel has no RNG epoch: the wrapper without its epoch loads)
@@ -164,6 +166,24 @@ vdso_of_base() {
 	fi
 	echo "$obj/arch/x86/entry/vdso"
 }
+# kernel_of_base ROW COMMIT: the row's guest kernel at COMMIT, built in build/bench/ with
+# the row's configuration fragments (scripts/build-kernel.sh: ccache, and its build cache,
+# which a second run restores); prints the bzImage.
+kernel_of_base() {
+	local row=$1 commit=$2 top=build/bench/kern-base-$1
+	local src=$top/build/src/linux-$row
+	if [ "$(cat "$top/commit" 2>/dev/null)" != "$commit" ]; then
+		rm -rf "$top"
+		mkdir -p "$src" "$top/kernel-patches/$row"
+		git -C "build/src/linux-$row" archive "$commit" | tar -x -C "$src"
+		cp kernel-patches/guest.config "$top/kernel-patches/"
+		cp "kernel-patches/$row/guest.config" "$top/kernel-patches/$row/"
+		echo "$commit" >"$top/commit"
+	fi
+	(cd "$top" && "$OLDPWD/scripts/build-kernel.sh" "build/src/linux-$row" "build/linux-$row" \
+		kernel-patches/guest.config "kernel-patches/$row/guest.config" >/dev/null)
+	echo "$top/build/linux-$row/arch/x86/boot/bzImage"
+}
 # compare ROW WHAT WITH WITHOUT: the two vDSO images side by side.
 compare() {
 	local row=$1 what=$2 with=$3 without=$4 side dir sum n m
@@ -211,6 +231,35 @@ while read -r row qv obj; do
 	echo "   [$row] without the vDSO's epoch: $(git -C "$src" log -1 --format='%h %s' "$reader^")" \
 		"(vDSO image built in $(($(date +%s) - t0)) s)"
 	compare "$row" "the vDSO keys its states on the RNG epoch" "$with" "$without"
+	# The cost per call side by side: the kernel before the commit, booted with the same
+	# guest programs, and the row's kernel, five runs of bench_epoch_prng each, in turn.
+	t0=$(date +%s)
+	base_kernel=$(kernel_of_base "$row" "$(git -C "$src" rev-parse "$reader^")")
+	echo "   [$row] the kernel before it built in $(($(date +%s) - t0)) s; 5 runs per kernel," \
+		"interleaved, 16 bytes, the vDSO's time over the unguarded generator's of the same run:"
+	for round in 1 2 3 4 5; do
+		for side in with without; do
+			k=build/linux-$row/arch/x86/boot/bzImage
+			[ "$side" = with ] || k=$base_kernel
+			RESEED_ROW=$row RESEED_KERNEL=$k RESEED_INITRD='' RESEED_QEMU='' \
+				RESEED_QEMU_SRC='' scripts/guest-test.py --name bench-vdso --raw \
+				--timeout 600 bench_epoch_prng |
+				awk -v side=$side '$1 == 16 && NF >= 9 { printf "%s %s %s\n", side, $8, $3 }'
+		done
+	done | awk -v row="$row" '
+		{ r[$1, ++n[$1]] = $2 / $3; ns[$1, n[$1]] = $2 }
+		function median(side,   i, j, t, a) {
+			for (i = 1; i <= n[side]; i++) a[i] = r[side, i]
+			for (i = 1; i <= n[side]; i++) for (j = i + 1; j <= n[side]; j++)
+				if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+			return a[int((n[side] + 1) / 2)]
+		}
+		END {
+			if (!n["with"] || !n["without"]) { print "   [" row "] no timings"; exit 1 }
+			w = median("with"); o = median("without")
+			printf "   [%s] with the epoch keying %.3f, without %.3f (medians of %d and %d):" \
+				" %+.1f %% per call\n", row, w, o, n["with"], n["without"], 100 * (w - o) / o
+		}'
 done < <(each_row)
 fi
 
