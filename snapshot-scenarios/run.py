@@ -894,9 +894,9 @@ def s9_attest(ctx):
 
 
 # -- 11: getrandom() in the vDSO (6.11), what glibc 2.41 calls.  Each process keeps its
-# own key in user memory and rekeys only when the generation in the vDSO data page moves;
-# with the leak queues the device writes that generation with the epoch, before any vCPU
-# runs.  The agent streams the vDSO's outputs into two rings: 'raw', the first output of
+# own key in user memory and rekeys when its state is stale; with our kernel a state is
+# keyed on the RNG epoch too, which the device writes before any vCPU runs (the vvar area
+# maps the epoch page).  The agent streams the vDSO's outputs into two rings: 'raw', the first output of
 # each index, and 'guarded', what a caller that re-reads the epoch after the call (and
 # calls again when it moved) keeps.  Index N, in flight at the snapshot, is reported
 # apart: it may have been generated, in part or whole, before the snapshot.
@@ -1077,7 +1077,7 @@ def s13_vmclock(ctx):
     rows, vms = [], 0
     for name, short, agent in VMCLOCK_SETUPS:
         tag = f"s13-{short}"
-        # The leak queues move the vDSO's generation themselves (scenario 11): 2 clones.
+        # With the leak queues the epoch page moves as well (scenario 11): 2 clones.
         vdso_count = VMCLOCK_VDSO_CLONES if short == "vmclock" else 2
         n, evs = clones(ctx, tag, **agent)
         with open(os.path.join(vm.RUNDIR, f"{tag}-src", "console.log")) as f:
