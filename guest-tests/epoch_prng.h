@@ -27,16 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 
-/*
- * struct rand_epoch_data.vm_counter_offset, in 32-bit words from the page's start
- * (byte 256, off the cache lines that a device writes): 0 on kernels without the VM
- * counter, which map one page.
- */
-#ifndef EPOCH_VM_COUNTER_OFFSET_WORD
-#define EPOCH_VM_COUNTER_OFFSET_WORD	64
-#endif
+#include "rng_uapi.h"
 
 static const uint64_t epoch_no_vm_counter;
 

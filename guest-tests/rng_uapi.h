@@ -19,8 +19,6 @@
  * (byte 256, off the cache lines that a device writes): 0 on kernels without the VM
  * counter, which map one page.
  */
-#ifndef EPOCH_VM_COUNTER_OFFSET_WORD
 #define EPOCH_VM_COUNTER_OFFSET_WORD	64
-#endif
 
 #endif /* RNG_UAPI_H */
