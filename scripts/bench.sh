@@ -129,28 +129,36 @@ echo "== 5. vDSO getrandom(): the vDSO image with our change and without it"
 # instructions FUNCTION IMAGE: how many instructions objdump -d shows in FUNCTION
 instructions() {
 	objdump -d --no-show-raw-insn "$2" |
-		awk -v f="<$1>:" '$2 == f { on = 1; next } on && /^$/ { exit } on && /^ *[0-9a-f]+:/ { n++ }
+		awk -v f="<$1>:" '$2 == f { on = 1; next } on && /^$/ { on = 0 } on && /^ *[0-9a-f]+:/ { n++ }
 			END { print n + 0 }'
 }
 # vvar_refs FUNCTION IMAGE: instructions of FUNCTION that address the vvar area
-# (RIP-relative: the data pages, the epoch page, the counter's page)
+# (RIP-relative: the data pages, the epoch page, the counter's page).  Like
+# instructions(), it reads objdump to its end: awk exiting early would kill objdump with
+# SIGPIPE, which pipefail turns into the script's failure.
 vvar_refs() {
 	objdump -d --no-show-raw-insn "$2" |
-		awk -v f="<$1>:" '$2 == f { on = 1; next } on && /^$/ { exit }
+		awk -v f="<$1>:" '$2 == f { on = 1; next } on && /^$/ { on = 0 }
 			on && /\(%rip\)/ && /<(vvar_|timens_|rng_epoch_page|vmclock_page)/ { n++ }
 			END { print n + 0 }'
 }
+# unpack_base TOP ROW COMMIT: the row's tree at COMMIT in TOP/build/src/linux-ROW, the
+# same relative path from TOP as build/src/ from here, so that ccache, keyed on relative
+# paths, hits for what did not change; false, and nothing done, when TOP holds COMMIT.
+unpack_base() {
+	local top=$1 row=$2 commit=$3
+	[ "$(cat "$top/commit" 2>/dev/null)" != "$commit" ] || return 1
+	rm -rf "$top"
+	mkdir -p "$top/build/src/linux-$row"
+	git -C "build/src/linux-$row" archive "$commit" | tar -x -C "$top/build/src/linux-$row"
+}
 # vdso_of_base ROW COMMIT TAG: build the row's vDSO at COMMIT in build/bench/ (once per
-# commit and tag).  The unpacked tree sits at the same relative path from its own top as
-# build/src/ does from this one, so that ccache, keyed on relative paths, hits for what
-# did not change.
+# commit and tag).
 vdso_of_base() {
 	local row=$1 commit=$2 top=build/bench/vdso-$3-$1
-	local src=$top/build/src/linux-$row obj=$top/build/linux-$row
-	if [ "$(cat "$top/commit" 2>/dev/null)" != "$commit" ]; then
-		rm -rf "$top"
-		mkdir -p "$src" "$obj"
-		git -C "build/src/linux-$row" archive "$commit" | tar -x -C "$src"
+	local obj=$top/build/linux-$row
+	if unpack_base "$top" "$row" "$commit"; then
+		mkdir -p "$obj"
 		cp "build/linux-$row/.config" "$obj/.config"
 		(
 			cd "$top"
@@ -171,11 +179,8 @@ vdso_of_base() {
 # which a second run restores); prints the bzImage.
 kernel_of_base() {
 	local row=$1 commit=$2 top=build/bench/kern-base-$1
-	local src=$top/build/src/linux-$row
-	if [ "$(cat "$top/commit" 2>/dev/null)" != "$commit" ]; then
-		rm -rf "$top"
-		mkdir -p "$src" "$top/kernel-patches/$row"
-		git -C "build/src/linux-$row" archive "$commit" | tar -x -C "$src"
+	if unpack_base "$top" "$row" "$commit"; then
+		mkdir -p "$top/kernel-patches/$row"
 		cp kernel-patches/guest.config "$top/kernel-patches/"
 		cp "kernel-patches/$row/guest.config" "$top/kernel-patches/$row/"
 		echo "$commit" >"$top/commit"
@@ -247,7 +252,7 @@ while read -r row qv obj; do
 				awk -v side=$side '$1 == 16 && NF >= 9 { printf "%s %s %s\n", side, $8, $3 }'
 		done
 	done | awk -v row="$row" '
-		{ r[$1, ++n[$1]] = $2 / $3; ns[$1, n[$1]] = $2 }
+		{ r[$1, ++n[$1]] = $2 / $3 }
 		function median(side,   i, j, t, a) {
 			for (i = 1; i <= n[side]; i++) a[i] = r[side, i]
 			for (i = 1; i <= n[side]; i++) for (j = i + 1; j <= n[side]; j++)
