@@ -149,9 +149,10 @@ export-patches: ## regenerate the row's qemu-patches/ and kernel-patches/ from b
 	scripts/export-patches.sh linux $(LINUX_SRC) $(KPATCHES) '$(LINUX_DEB_VERSION_$(R))'
 
 # --- 4. QEMU: qemu-system-x86_64 + qemu-img + firmware, minimal device set
-qemu: $(QEMU_BIN) ## build the row's patched QEMU (ccache)
+qemu: $(QEMU_BIN) ## build the row's patched QEMU (ccache; DEBUG_INFO=1 with -g)
 $(QEMU_BIN): $(QEMU_SRC)/.git/reseed-series FORCE
-	@RESEED_QEMU_SANITIZE=$(SANITIZE) $(STAGE) qemu[$(QV)$(if $(SANITIZE),-san)] \
+	@RESEED_QEMU_SANITIZE=$(SANITIZE) RESEED_QEMU_DEBUG_INFO=$(DEBUG_INFO) \
+		$(STAGE) qemu[$(QV)$(if $(SANITIZE),-san)] \
 		scripts/build-qemu.sh $(QEMU_SRC) $(QEMU_OBJ) '$(MESON_DEB_VERSION)'
 
 # The fuzzing build of the same tree (scripts/fuzz.sh)
@@ -274,10 +275,13 @@ $(UPSTREAM_VMLINUZ): versions.mk scripts/fetch-kernel.sh | $(STAMP)/deps
 # --- 7./8. tests: each suite writes build/results/<row>/<suite>.tap; the summary,
 # over every row, comes last.  A row whose build fails still lets the others run.
 # The next row's QEMU and kernel build at nice 10 while a row's tests run (most boot one
-# single-vCPU TCG guest and leave a core idle): a cold run saves most of the next row's
-# build time; a warm one restores it from the caches in seconds.  Its log is
-# build/prebuild-<row>.log; check-row of that row waits for it, then finds it built (or
-# builds, and reports, what failed).
+# single-vCPU TCG guest and leave a core idle), side by side (make -j2: the one's
+# single-threaded steps, sources, configure and links, beside the other's compile): a
+# cold run saves most of the next row's build time; a warm one restores it from the
+# caches in seconds.  Its log is build/prebuild-<row>.log; check-row of that row waits
+# for it, then finds it built (or builds, and reports, what failed).  Each row's series
+# checks (checkpatch, the Debian-config build) run at nice 19, below both, and the
+# summary waits for them: they are off the path to the next row's tests.
 # make check SUITES=qtest,guest: only those suites, by the names 'make check' prints
 # (without the row); unset, all of them.  A recipe line '$(call skip,NAME) || ...' runs only
 # when NAME is one of them.
@@ -311,10 +315,16 @@ check: ## build and test every row (ROW=...: one; SUITES=a,b: only those); ends 
 		if [ $$# -gt 0 ] && $(MAKE) --no-print-directory qemu kernel guest ROW=$$r; then \
 			echo "check: building row $$1 (nice 10) beside the tests of row $$r:" \
 				"$(BUILD)/prebuild-$$1.log"; \
-			nice -n 10 $(MAKE) --no-print-directory qemu kernel guest ROW=$$1 \
+			nice -n 10 $(MAKE) -j2 --no-print-directory qemu kernel guest ROW=$$1 \
 				>$(BUILD)/prebuild-$$1.log 2>&1 & bg=$$!; \
 		fi; \
 		$(MAKE) --no-print-directory check-row ROW=$$r || failed="$$failed $$r"; \
+	done; \
+	for r in $(CHECK_ROWS); do \
+		pid=$$(cat $(RESULTS_ALL)/$$r/series.pid 2>/dev/null) || continue; \
+		while kill -0 $$pid 2>/dev/null; do sleep 2; done; \
+		echo "==> check-series[$$r] (beside the suites, nice 19): $(RESULTS_ALL)/$$r/series.log"; \
+		cat $(RESULTS_ALL)/$$r/series.log; \
 	done; \
 	$(call skip,spec) || $(STAGE) check-spec scripts/tap-step.sh $(RESULTS_ALL)/spec.tap \
 		"docs/spec: rng-leak.md, statements.tsv and conformance-map.md agree with rng-leak.tex" \
@@ -357,8 +367,9 @@ RNG_DMA_API := virtio-rng-pci,id=rng0,iommu_platform=on,disable-legacy=on
 
 check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suites (make check ROW=... runs it)
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
-	@$(call skip,series) || { nice -n 10 $(MAKE) --no-print-directory check-series ROW=$(R) \
-		>$(RESULTS)/series.log 2>&1 & echo $$! >$(RESULTS)/series.pid; }
+	@$(call skip,series) || { (nice -n 19 $(MAKE) --no-print-directory check-series ROW=$(R) \
+		>$(RESULTS)/series.log 2>&1; rm -f $(RESULTS)/series.pid) & \
+		echo $$! >$(RESULTS)/series.pid; }
 	-@$(call skip,qtest) || $(STAGE) check-qtest[$(R)] scripts/check-qtest.sh $(QEMU_SRC) $(QEMU_OBJ) $(RESULTS)/qtest.tap
 	-@$(call skip,qtest-asan) || $(if $(filter $(R),$(CHECK_ASAN_ROWS)),$(MAKE) --no-print-directory qemu ROW=$(R) SANITIZE=1 || \
 		printf '1..1\nnot ok 1 - the QEMU with ASan and UBSan did not build\n' \
@@ -413,10 +424,6 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 		'1..1\nok 1 - the audit and its report # SKIP %s\n' \
 		"newest row only in make check (the cold budget): make audit ROW=$(R) KERNEL=..." \
 		>$(RESULTS)/report.tap)
-	@pid=$$(cat $(RESULTS)/series.pid 2>/dev/null); [ -n "$$pid" ] || exit 0; \
-		while kill -0 $$pid 2>/dev/null; do sleep 2; done; \
-		echo "==> check-series[$(R)] (beside the suites, nice 10): $(RESULTS)/series.log"; \
-		cat $(RESULTS)/series.log
 	-@$(call skip,conformance) || $(STAGE) check-conformance[$(R)] scripts/tap-step.sh $(RESULTS)/zz-conformance.tap \
 		"conformance: every normative statement has a passing test ($(RESULTS)/conformance.md)" \
 		scripts/conformance.py docs/spec/statements.tsv $(RESULTS) $(RESULTS)/conformance.md
