@@ -4,6 +4,8 @@
 CONFIG_I440FX=y
 CONFIG_VIRTIO_PCI=y
 CONFIG_VIRTIO_RNG=y
+# x-leak-fault and x-leak-storm, for the hostile-host tests (check-hostile, the qtests)
+CONFIG_VIRTIO_RNG_FAULT_INJECTION=y
 CONFIG_VIRTIO_BLK=y
 CONFIG_ACPI_VMGENID=y
 # libqos starts '-M pc' with its default VGA: the qtests need one.
