@@ -321,8 +321,9 @@ check: ## build and test every row (ROW=...: one; SUITES=a,b: only those); ends 
 		$(MAKE) --no-print-directory check-row ROW=$$r || failed="$$failed $$r"; \
 	done; \
 	for r in $(CHECK_ROWS); do \
-		pid=$$(cat $(RESULTS_ALL)/$$r/series.pid 2>/dev/null) || continue; \
-		while kill -0 $$pid 2>/dev/null; do sleep 2; done; \
+		pid=$$(cat $(RESULTS_ALL)/$$r/series.pid 2>/dev/null) && \
+			while kill -0 $$pid 2>/dev/null; do sleep 2; done; \
+		[ -f $(RESULTS_ALL)/$$r/series.log ] || continue; \
 		echo "==> check-series[$$r] (beside the suites, nice 19): $(RESULTS_ALL)/$$r/series.log"; \
 		cat $(RESULTS_ALL)/$$r/series.log; \
 	done; \
