@@ -9,7 +9,7 @@ makes QEMU break the protocols on purpose, and the guest must survive it: no spl
 epoch that never goes back or repeats.
 
   leak   virtio-rng x-leak-fault=used-len, zero-fill, both-queues, wrong-queue: the agent
-         of snapshot-scenarios/ runs while the host declares leaks (QMP virtio-rng-leak,
+         of snapshot-scenarios/ runs while the host declares leaks (QMP entropy-leak,
          the VM stopped around each, as savevm does).  A leak the driver can see moves
          the epoch atomically (final - N <= 1); wrong-queue corrupts the other queue's
          used ring, which the guest's virtio core must refuse (the queue is broken, the
@@ -115,7 +115,7 @@ def leak_fault(fault, tap, leaks=LEAKS):
         for i in range(leaks if fault != "wrong-queue" else 1):
             n = run.stop_spinning(a)
             mark = a.g.console_size()
-            a.g.qmp("virtio-rng-leak")
+            a.g.qmp("entropy-leak")
             a.g.qmp("cont")
             ev = wait_event(a, mark)
             worst = max(worst, run.atomic(ev, n, f"{what}, leak {i + 1}"))
@@ -130,7 +130,7 @@ def leak_fault(fault, tap, leaks=LEAKS):
             run.check(s1 > s0, f"{what}: user space stopped after the broken ring")
             # What a second leak does now that a leak queue is broken: printed only.
             before = a.page()["epoch"]
-            a.g.qmp("virtio-rng-leak")
+            a.g.qmp("entropy-leak")
             time.sleep(1)
             after = a.page()["epoch"]
             detail += (f"; the guest refused the ring ('{m.group(0)}') and went on; a second "

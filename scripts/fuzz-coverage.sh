@@ -35,6 +35,8 @@ for t in virtio-rng-leak:hw/virtio/virtio-rng.c sev-snp-responder:hw/misc/sev-sn
 	# on the inputs before it (a seed's descriptors are read back as the previous
 	# input left them), and the replay would not count what the input itself reaches.
 	export QEMU_AVOID_DOUBLE_FETCH=1 QEMU_FUZZ_ARGS="${!a}" QEMU_FUZZ_OBJECTS="${!o}"
+	l="leak_$v"
+	if [ -n "${!l:-}" ]; then export QEMU_FUZZ_LEAK=1; else unset QEMU_FUZZ_LEAK; fi
 	# (%4m: the runtime merges each process into one of four files as it exits)
 	export LLVM_PROFILE_FILE="$tmp/$name-%4m.profraw"
 	find "${dirs[@]}" -type f -print0 |

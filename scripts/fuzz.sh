@@ -5,8 +5,10 @@
 #
 #   FUZZ-BINARY is the row's qemu-fuzz-x86_64 (scripts/build-qemu.sh with
 #   RESEED_QEMU_FUZZ=1: libFuzzer, ASan, UBSan).  Each target is QEMU's generic-fuzz
-#   (docs/devel/testing/fuzzing.rst) on one device, with OP_LEAK, our operation that
-#   declares an entropy leak while the VM runs or is stopped:
+#   (docs/devel/testing/fuzzing.rst) on one device; the virtio-rng targets with
+#   QEMU_FUZZ_LEAK=1, which adds OP_LEAK, our operation that declares an entropy leak
+#   while the VM runs or is stopped (without it the operations are upstream's, and so is
+#   what a corpus means):
 #
 #     virtio-rng-leak    virtio-rng-pci with the leak queues: every register, DMA, leaks
 #     virtio-rng-leak-packed  the same with packed rings and no indirect descriptors
@@ -21,6 +23,8 @@
 #   per target, execs, execs per second, coverage (libFuzzer's edge count) and new
 #   inputs; a crash input is kept in OUTDIR/TARGET/ and the line is 'not ok'.  Each
 #   run is added to OUTDIR/TARGET/ledger.tsv, whose total is the figure docs/robustness.md gives.
+#   libFuzzer's -seed is FUZZ_SEED when set, a new one otherwise; the TAP line names it,
+#   so that a run can be repeated (FUZZ_SEED=N, the same corpus).
 case "${1:-}" in -h | --help)
 	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 esac
@@ -44,10 +48,13 @@ machine="-M pc,acpi=off -nodefaults"
 # virtqueue_get_avail_bytes(), took up to 100 s; qemu-patches/*/0028 bounds that walk.)
 args_virtio_rng_leak="$machine -device virtio-rng-pci,id=rng0,ioeventfd=off"
 objects_virtio_rng_leak="virtio*"
+leak_virtio_rng_leak=1
 args_virtio_rng_leak_packed="$args_virtio_rng_leak,packed=on,indirect_desc=off"
 objects_virtio_rng_leak_packed=$objects_virtio_rng_leak
+leak_virtio_rng_leak_packed=1
 args_virtio_rng_leak_in_order="$args_virtio_rng_leak,in_order=on"
 objects_virtio_rng_leak_in_order=$objects_virtio_rng_leak
+leak_virtio_rng_leak_in_order=1
 args_sev_snp_responder="$machine -device sev-snp-responder,vcek-key=$certs/vcek.key,\
 vcek-cert=$certs/vcek.der,ask-cert=$certs/ask.der,ark-cert=$certs/ark.der,vmpck0=$vmpck0"
 objects_sev_snp_responder="sev-snp-responder*"
@@ -59,7 +66,8 @@ echo "1..${#targets[@]}"
 for t in "${targets[@]}"; do
 	n=$((n + 1))
 	v=${t//-/_}
-	a="args_$v" o="objects_$v"
+	a="args_$v" o="objects_$v" l="leak_$v"
+	seed=${FUZZ_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 	[ -n "${!a:-}" ] || { echo "fuzz: no target '$t'" >&2; exit 2; }
 	dir=$out/$t
 	mkdir -p "$dir/corpus"
@@ -74,8 +82,8 @@ for t in "${targets[@]}"; do
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1 \
 	QEMU_AVOID_DOUBLE_FETCH=1 QEMU_FUZZ_ARGS="${!a}" QEMU_FUZZ_OBJECTS="${!o}" \
-		"$bin" --fuzz-target=generic-fuzz -detect_leaks=0 -max_len=8192 \
-		-max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$dir/" \
+		${!l:+env QEMU_FUZZ_LEAK=1} "$bin" --fuzz-target=generic-fuzz -detect_leaks=0 \
+		-max_len=8192 -seed="$seed" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$dir/" \
 		"$dir/corpus" "$seeds" >"$log" 2>&1 || rc=$?
 	# The time it ran: a run stopped early (SIGINT to the fuzzer, status 72, final stats
 	# still printed) is counted for what it did, not for what it was given.
@@ -95,7 +103,7 @@ for t in "${targets[@]}"; do
 	total=$(awk -F'\t' 'NR > 1 { s += $3 } END { print s + 0 }' "$dir/ledger.tsv")
 	line="$t: ${execs:-0} execs in ${ran} s (${rate:-0}/s), coverage ${cov:-?} edges,"
 	line+=" ${added:-0} new inputs, corpus $(find "$dir/corpus" -type f | wc -l); $total execs"
-	line+=" over all runs ($dir/ledger.tsv); $crashes crash inputs"
+	line+=" over all runs ($dir/ledger.tsv); $crashes crash inputs; -seed=$seed"
 	if [ "$rc" -ne 0 ] || [ "$crashes" -ne 0 ] || [ -z "$execs" ]; then
 		failed=$((failed + 1))
 		echo "not ok $n - $line (fuzzer status $rc)"

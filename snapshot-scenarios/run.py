@@ -695,7 +695,7 @@ class TracedAgent(Agent):
 
     def boot(self, timeout=120):
         self.g.start()
-        self.g.qmp("virtio-rng-leak")
+        self.g.qmp("entropy-leak")
         self.g.qmp("cont")
         m = self.g.wait_console(READY, timeout)
         self.gpa, self.mode = int(m.group(1), 16), m.group(2)
@@ -739,10 +739,10 @@ def s8_driver(ctx):
             if stopped:
                 a.g.qmp("stop")
                 n = a.page()["spins"]
-                a.g.qmp("virtio-rng-leak")
+                a.g.qmp("entropy-leak")
                 a.g.qmp("cont")
             else:
-                a.g.qmp("virtio-rng-leak")
+                a.g.qmp("entropy-leak")
             ev = a.wait_event(mark)
             if stopped:
                 worst = max(worst, atomic(ev, n, f"leak {k} declared while stopped"))
@@ -1219,7 +1219,7 @@ def s12_rearm_window(ctx):
         require_epoch(src)
         src.wait_spinning()
         time.sleep(0.5)
-        src.g.qmp("virtio-rng-leak")
+        src.g.qmp("entropy-leak")
         time.sleep(0.2)
         path = os.path.join(vm.RUNDIR, "s12.migration")
         n = save_to_file(src, path)
@@ -1358,7 +1358,7 @@ def s15_packed(ctx):
             for i in range(PACKED_LEAKS):
                 n = stop_spinning(c)
                 mark = c.g.console_size()
-                c.g.qmp("virtio-rng-leak")
+                c.g.qmp("entropy-leak")
                 c.g.qmp("cont")
                 ev = c.wait_event(mark, timeout=30)
                 worst = max(worst, atomic(ev, n, f"leak {i + 1} after restore"))
@@ -1429,7 +1429,7 @@ def s16_vmclock_live(ctx):
                       f"in {attempt} attempts")
                 continue
             mark = src.g.console_size()
-            src.g.qmp("virtio-rng-leak")
+            src.g.qmp("entropy-leak")
             ev = src.wait_event(mark, timeout=30)
             check(ev["vm_new"] == before + 1, f"the leak moved the source's counter "
                   f"{ev['vm_old']} -> {ev['vm_new']}, not from {before} by one")

@@ -281,7 +281,7 @@ RAN = r"# userspace: ran (\S+) status (\d+)"
 
 def run_in_guest(g, command, timeout=300):
     """Run command with the agent's 'run'; answer each 'move the epoch' with a leak
-    (QMP virtio-rng-leak, the VM stopped); return the console text of the run and its
+    (QMP entropy-leak, the VM stopped); return the console text of the run and its
     exit status."""
     mark = g.g.console_size()
     g.g.send_command(f"run {command}\n")
@@ -293,7 +293,7 @@ def run_in_guest(g, command, timeout=300):
         asks = len(MOVE.findall(text))
         while moved < asks:
             g.g.qmp("stop")
-            g.g.qmp("virtio-rng-leak")
+            g.g.qmp("entropy-leak")
             g.g.qmp("cont")
             moved += 1
         if done:

@@ -7,7 +7,7 @@
  *   system's once reseed-epoch-drbg is installed).  Where the kernel has no RNG epoch
  *   (RNDEPOCH fails; the host's kernel), it checks the fallback: EPOCH-DRBG is the DRBG,
  *   works, and said so once.  Where it has one (the guests), it asks for the epoch to
- *   move ('# epoch-drbg: move the epoch', which the host answers with QMP virtio-rng-leak)
+ *   move ('# epoch-drbg: move the epoch', which the host answers with QMP entropy-leak)
  *   and checks that every DRBG reseeded before its next output, and only then:
  *     - the public and private DRBGs of the main thread, after the move, not before it
  *     - a thread's own DRBGs, which drew before the move, reseed at their next call
