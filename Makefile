@@ -149,10 +149,9 @@ export-patches: ## regenerate the row's qemu-patches/ and kernel-patches/ from b
 	scripts/export-patches.sh linux $(LINUX_SRC) $(KPATCHES) '$(LINUX_DEB_VERSION_$(R))'
 
 # --- 4. QEMU: qemu-system-x86_64 + qemu-img + firmware, minimal device set
-qemu: $(QEMU_BIN) ## build the row's patched QEMU (ccache; DEBUG_INFO=1 with -g)
+qemu: $(QEMU_BIN) ## build the row's patched QEMU (ccache)
 $(QEMU_BIN): $(QEMU_SRC)/.git/reseed-series FORCE
-	@RESEED_QEMU_SANITIZE=$(SANITIZE) RESEED_QEMU_DEBUG_INFO=$(DEBUG_INFO) \
-		$(STAGE) qemu[$(QV)$(if $(SANITIZE),-san)] \
+	@RESEED_QEMU_SANITIZE=$(SANITIZE) $(STAGE) qemu[$(QV)$(if $(SANITIZE),-san)] \
 		scripts/build-qemu.sh $(QEMU_SRC) $(QEMU_OBJ) '$(MESON_DEB_VERSION)'
 
 # The fuzzing build of the same tree (scripts/fuzz.sh)

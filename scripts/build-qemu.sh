@@ -77,11 +77,6 @@ if [ -n "$fuzz" ]; then
 	else
 		extra_config+=(--enable-sanitizers)
 	fi
-elif [ -z "${RESEED_QEMU_DEBUG_INFO:-}" ]; then
-	# The plain build without -g: 15 % less compile time and shorter links, on the cold
-	# run's critical path.  The sanitizer build keeps it (its reports name lines);
-	# RESEED_QEMU_DEBUG_INFO=1 (make qemu DEBUG_INFO=1) keeps it here too, for gdb.
-	extra_config+=(--disable-debug-info)
 fi
 
 devices=configs/devices/x86_64-softmmu/reseed-lab.mak
