@@ -42,7 +42,10 @@ QEMU_BIN   := $(QEMU_OBJ)/qemu-system-x86_64
 # make KASAN=1 ...: the same kernel with KASAN, in its own build directory
 # (docs/robustness.md, "Guest kernel debug options").
 LINUX_OBJ  := $(BUILD)/linux-$(R)$(if $(KASAN),-kasan)
-HEADERS    := $(LINUX_OBJ)-headers
+# The uapi headers the guest programs build against, installed from the row's sources
+# (scripts/install-uapi.sh): no kernel build needed, so make audit builds none of ours.
+UAPI       := $(BUILD)/uapi-$(R)
+UAPI_BUILT := $(UAPI)/.installed
 GUEST      := $(BUILD)/guest-$(R)$(if $(KASAN),-kasan)
 RESULTS_ALL := $(BUILD)/results
 RESULTS    := $(RESULTS_ALL)/$(R)
@@ -79,7 +82,7 @@ GUEST_BINS   := $(addprefix $(GUEST)/bin/,$(GUEST_PROGS))
 GUEST_CFLAGS := -static -O2 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
 		-Wno-clobbered -Werror \
 		-D_GNU_SOURCE \
-		-I $(HEADERS)/include -I guest-tests \
+		-I $(UAPI)/include -I guest-tests \
 		-I $(LINUX_SRC)/tools/testing/selftests
 
 STAGE := scripts/stage.sh
@@ -88,7 +91,7 @@ STAGE := scripts/stage.sh
 DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 
 .DEFAULT_GOAL := all
-.PHONY: all help suites deps sources image rootfs userspace epoch-drbg reseed-notify build-each-patch check-series check-help spec-check spec-map qemu kernel guest certs check check-row demo bench libvirt audit \
+.PHONY: all help suites deps sources uapi image rootfs userspace epoch-drbg reseed-notify build-each-patch check-series check-help spec-check spec-map qemu kernel guest certs check check-row demo bench libvirt audit \
 	check-asan check-asan-row fuzz fuzz-build fuzz-coverage \
 	guest-test scenarios export-patches clean distclean FORCE
 
@@ -161,15 +164,18 @@ $(QEMU_FUZZ_BIN): $(QEMU_SRC)/.git/reseed-series FORCE | $(STAMP)/deps
 		scripts/build-qemu.sh $(QEMU_SRC) $(@D) '$(MESON_DEB_VERSION)'
 
 # --- 5. the guest kernel: tinyconfig + the fragments, KUnit built in.  The script
-# rewrites KERNEL_BUILT only when it rebuilt the kernel and its uapi headers.
+# rewrites KERNEL_BUILT only when it rebuilt the kernel.
 kernel: $(KERNEL_BUILT) ## build the row's patched guest kernel (ccache)
 $(KERNEL_BUILT): $(LINUX_SRC)/.git/reseed-series FORCE
 	@$(STAGE) kernel[$(R)] scripts/build-kernel.sh $(LINUX_SRC) $(LINUX_OBJ) $(FRAGMENT)
 
 # --- 6. the guest: static test programs in a busybox initramfs
 guest: $(INITRAMFS) ## build the guest test programs and the initramfs
+uapi: $(UAPI_BUILT)
+$(UAPI_BUILT): $(LINUX_SRC)/.git/reseed-series FORCE
+	@$(STAGE) uapi[$(R)] scripts/install-uapi.sh $(LINUX_SRC) $(UAPI)
 
-$(GUEST)/bin/%: guest-tests/%.c $(wildcard guest-tests/*.h) $(KERNEL_BUILT)
+$(GUEST)/bin/%: guest-tests/%.c $(wildcard guest-tests/*.h) $(UAPI_BUILT)
 	@mkdir -p $(@D)
 	gcc $(GUEST_CFLAGS) -o $@ $< $(filter %.o,$^) $(if $(filter bench_%,$*),-lm)
 
@@ -181,17 +187,17 @@ $(GUEST)/bin/%: guest-tests/%.c $(wildcard guest-tests/*.h) $(KERNEL_BUILT)
 VDSO_SELFTESTS := $(LINUX_SRC)/tools/testing/selftests/vDSO
 VDSO_USERS     := scenario_agent bench_epoch_prng scenario_vmclock_peer
 $(addprefix $(GUEST)/bin/,$(VDSO_USERS)): $(GUEST)/obj/parse_vdso.o
-$(GUEST)/obj/parse_vdso.o: $(VDSO_SELFTESTS)/parse_vdso.c $(KERNEL_BUILT)
+$(GUEST)/obj/parse_vdso.o: $(VDSO_SELFTESTS)/parse_vdso.c $(UAPI_BUILT)
 	@mkdir -p $(@D)
 	gcc -O2 -std=gnu99 -D_GNU_SOURCE -c -o $@ $<
 # The selftests' sources come with the tree: made by the sources stage (make -n, -j).
 $(VDSO_SELFTESTS)/parse_vdso.c: $(LINUX_SRC)/.git/reseed-series ;
 
-$(GUEST)/bin/vdso_test_getrandom: guest-tests/kselftest_absent.c $(KERNEL_BUILT)
+$(GUEST)/bin/vdso_test_getrandom: guest-tests/kselftest_absent.c $(UAPI_BUILT)
 	@mkdir -p $(@D)
 	$(if $(wildcard $(VDSO_SELFTESTS)/vdso_test_getrandom.c), \
 		gcc -static -O2 -std=gnu99 -D_GNU_SOURCE -isystem $(LINUX_SRC)/tools/include \
-		-isystem $(HEADERS)/include -isystem $(LINUX_SRC)/include/uapi -o $@ \
+		-isystem $(UAPI)/include -isystem $(LINUX_SRC)/include/uapi -o $@ \
 		$(VDSO_SELFTESTS)/vdso_test_getrandom.c $(VDSO_SELFTESTS)/parse_vdso.c, \
 		gcc $(GUEST_CFLAGS) -DTEST='"vdso_test_getrandom"' \
 		-DREASON='"Linux $(R) has no vDSO getrandom() and no such selftest (6.11 added both)"' \
@@ -464,7 +470,7 @@ fuzz-coverage: $(SNP_CERTS) ## line coverage of our devices by the fuzz corpus (
 	scripts/fuzz-coverage.sh $(QEMU_COV_BIN) $(QEMU_SRC) $(BUILD)/fuzz/$(QV) \
 		$(RESULTS_ALL)-fuzz/$(R)-coverage.txt
 
-scenarios: qemu guest $(UPSTREAM_VMLINUZ) ## run the snapshot scenarios: make scenarios [KERNEL=img] [ONLY=3,6]
+scenarios: qemu kernel guest $(UPSTREAM_VMLINUZ) ## run the snapshot scenarios: make scenarios [KERNEL=img] [ONLY=3,6]
 	snapshot-scenarios/run.py $(if $(KERNEL),--kernel $(KERNEL)) $(if $(ONLY),--only $(ONLY))
 
 # The arguments are checked before anything is built.  scripts/audit.py exits 0 clone-safe,
@@ -486,19 +492,19 @@ userspace: qemu kernel image ## what clones of real Debian guests share, per lib
 	snapshot-scenarios/userspace.py --provider-test $(if $(ONLY),--mechanisms $(ONLY)) \
 		$(if $(CLONES),--clones $(CLONES)) --json $(BUILD)/userspace/$(R).json
 
-libvirt: qemu guest ## the scenarios through a private libvirtd: make libvirt [CLONES=32] [ONLY=clones]
+libvirt: qemu kernel guest ## the scenarios through a private libvirtd: make libvirt [CLONES=32] [ONLY=clones]
 	snapshot-scenarios/libvirt_scenarios.py $(if $(CLONES),--clones $(CLONES)) \
 		$(if $(ONLY),--only $(ONLY)) $(if $(KERNEL),--kernel $(KERNEL))
 
-guest-test: qemu guest $(SNP_CERTS) ## boot the guest and run one test: make guest-test T=smoke
+guest-test: qemu kernel guest $(SNP_CERTS) ## boot the guest and run one test: make guest-test T=smoke
 	@test -n "$(T)" || { echo "usage: make guest-test T=NAME [ROW=...] (one of: $(GUEST_TESTS) $(ATTEST_TESTS))"; exit 2; }
 	scripts/guest-test.py --name guest-test-$(T) $(if $(filter $(T),$(ATTEST_TESTS)),--snp) $(T)
 
-demo: qemu guest $(SNP_CERTS) ## boot the guest and tell what happened, in plain words
+demo: qemu kernel guest $(SNP_CERTS) ## boot the guest and tell what happened, in plain words
 	@$(STAGE) demo[$(R)] scripts/demo.sh
 
 bench: $(SNP_CERTS) ## run the benchmarks on every row (ROW=...: one), side by side
-	@for r in $(CHECK_ROWS); do $(MAKE) --no-print-directory qemu guest image ROW=$$r || exit; done
+	@for r in $(CHECK_ROWS); do $(MAKE) --no-print-directory qemu kernel guest image ROW=$$r || exit; done
 	@$(MAKE) --no-print-directory $(EPOCH_DRBG_HOST_CONF) $(US_BIN)/epoch_drbg_test
 	@$(STAGE) bench scripts/bench.sh $(foreach r,$(CHECK_ROWS),$(r):$(QEMU_OF_ROW_$(r)))
 
@@ -523,6 +529,6 @@ $(PEER_INITRAMFS): $(GUEST)/bin/scenario_vmclock_peer $(UPSTREAM7)/vmlinuz guest
 		$$(sed 's|^|$(UPSTREAM7)/modules/|' $(UPSTREAM7)/modules/order)
 # The same program, then, on the row's own kernel (its initramfs carries it; 0029 gives it
 # the same /dev/vmclock0): the peer's figures next to ours.
-peer-vmclock: qemu guest $(PEER_INITRAMFS) ## Linux 7's VMClock counter as the clones' guard (the peer), then ours
+peer-vmclock: qemu kernel guest $(PEER_INITRAMFS) ## Linux 7's VMClock counter as the clones' guard (the peer), then ours
 	snapshot-scenarios/vmclock_peer.py --kernel $(UPSTREAM7)/vmlinuz --initrd $(PEER_INITRAMFS)
 	snapshot-scenarios/vmclock_peer.py --kernel $(BZIMAGE) --initrd $(INITRAMFS)

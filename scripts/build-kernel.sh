@@ -9,7 +9,7 @@
 #   hits across rebuilds of the same sources.
 #
 #   The build cache: what the tree needs of a build (bzImage, .config, System.map, the
-#   vDSO image, the installed headers) is kept under RESEED_BUILD_CACHE (default
+#   vDSO image) is kept under RESEED_BUILD_CACHE (default
 #   ~/.cache/reseed-lab/kernel), keyed by the source tree's exact state, the fragments,
 #   this script and the compiler.  A fresh clone whose key is there restores it instead
 #   of building (ccache for the whole build: even with every object a ccache hit, kbuild
@@ -38,7 +38,7 @@ mkdir -p "$obj"
 exec 9>"$obj.lock"
 flock 9
 
-# What a build leaves that the tree uses; the headers are "$obj-headers".
+# What a build leaves that the tree uses (the uapi headers: scripts/install-uapi.sh).
 kept=(arch/x86/boot/bzImage .config .reseed-config System.map arch/x86/entry/vdso/vdso64.so.dbg)
 cache=${RESEED_BUILD_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/reseed-lab/kernel}
 state=$("$(dirname "$0")/tree-state.sh" "$src" "${frags[@]}")
@@ -51,8 +51,6 @@ if [ -n "$cache" ] && [ -f "$cache/$key/.complete" ] &&
 		mkdir -p "$(dirname "$obj/$f")"
 		cp -p "$cache/$key/$f" "$obj/$f"
 	done
-	rm -rf "$obj-headers"
-	cp -a "$cache/$key/headers" "$obj-headers"
 	echo "$state" >"$obj/.reseed-built"
 	touch "$cache/$key/.complete"
 	echo "build-kernel: restored from the build cache ($cache/$key)"
@@ -95,8 +93,6 @@ if [ -f "$obj/arch/x86/boot/bzImage" ] && [ "$(cat "$obj/.reseed-built" 2>/dev/n
 	exit 0
 fi
 kmake -j"$(nproc)" bzImage
-# The uapi headers of this tree, for the guest tests (RNDEPOCH and friends).
-kmake headers_install INSTALL_HDR_PATH="$obj-headers" >/dev/null
 echo "$state" >"$obj/.reseed-built"
 
 # Into the build cache, whole or not at all; the six newest builds stay.
@@ -107,7 +103,6 @@ if [ -n "$cache" ] && mkdir -p "$cache"; then
 		mkdir -p "$(dirname "$tmp/$f")"
 		cp -p "$obj/$f" "$tmp/$f"
 	done
-	cp -a "$obj-headers" "$tmp/headers"
 	touch "$tmp/.complete"
 	rm -rf "${cache:?}/$key"
 	mv "$tmp" "$cache/$key"
