@@ -49,6 +49,9 @@ MANIFEST = DISK + ".manifest"          # scripts/build-disk.sh
 READY = r"^# userspace: ready gpa=(0x[0-9a-f]+) slots=(\d+)(?=\r?\n)"
 DUMPED = r"# userspace: (dumped \d+|dump refused[^\r\n]*)"
 ERROR = re.compile(r"# userspace: error: ([^\r\n]*)")
+STATE = re.compile(r"# userspace: state ([^\r\n]*)")
+STATE_DONE = r"# userspace: state done"
+STALL_GRACE = 10.0      # seconds a consumer that drew nothing in the run is waited for
 # userspace/guest/hooks/50-reseed-us-console, run by reseed-notify when the epoch moved
 HOOK = re.compile(r"# reseed-notify: hook ran epoch=(0x[0-9a-f]+)")
 HOOKS_DONE = r"reseed-notify: hooks done in"       # its log line (the journal, forwarded)
@@ -138,6 +141,34 @@ class DebianGuest:
         """The ring's counts per slot, read from guest memory (the VM stopped)."""
         return parse_header(self.g.read_phys(self.gpa, US_ENTRIES_OFF))
 
+    def stalled(self, at_save, grace=STALL_GRACE):
+        """The consumers that have drawn nothing since the snapshot, by name: how long
+        after the run they first drew (within grace seconds, else None), and where each
+        was when found so (the agent's 'state' line, logged)."""
+        def counts():
+            return dict(parse_header(self.g.read_phys(self.gpa, US_ENTRIES_OFF)))
+        now = counts()
+        late = {name: None for name, n in at_save if now[name] <= n + 1}
+        if not late:
+            return {}
+        mark = self.g.console_size()
+        self.g.send_command("state\n")
+        self.g.wait_console(STATE_DONE, 30, mark)
+        for line in STATE.findall(self.g.read_console(), mark):
+            if line.split()[0] in late:
+                vm.log(f"{self.name}: drew nothing since the snapshot: {line}")
+        t0 = time.monotonic()
+        while time.monotonic() < t0 + grace and None in late.values():
+            time.sleep(0.2)
+            now = counts()
+            for name, n in at_save:
+                if name in late and late[name] is None and now[name] > n + 1:
+                    late[name] = round(time.monotonic() - t0, 1)
+        vm.log(f"{self.name}: " + ", ".join(
+            f"{name} drew {s} s later" if s is not None else f"{name} still drew nothing "
+            f"{grace:g} s later" for name, s in late.items()))
+        return late
+
     def dump_rings(self, timeout=120):
         mark = self.g.console_size()
         self.g.send_command("dump\n")
@@ -201,7 +232,7 @@ def measure(mechanism, clones, run_s, boot_timeout, last=None):
         raise
     finally:
         src.g.kill()
-    per_clone, hooks = [], []
+    per_clone, hooks, stalls = [], [], []
     for i in range(clones):
         c = DebianGuest(f"{tag}-clone{i}", mechanism,
                         overlay(os.path.join(vm.RUNDIR, f"{tag}-clone{i}.qcow2"),
@@ -228,6 +259,7 @@ def measure(mechanism, clones, run_s, boot_timeout, last=None):
                 done = c.g.wait_console(HOOKS_DONE, 30, mark)
                 c.g.wait_console(TLS_STARTED, 30, done.end())
                 time.sleep(3.0)
+            stalls.append(c.stalled(at_save))
             dump = c.dump_rings()
             slots = parse_header(dump)
             outs = {}
@@ -249,7 +281,7 @@ def measure(mechanism, clones, run_s, boot_timeout, last=None):
     os.unlink(path)
     os.unlink(src_disk)
     return {"at_save": dict(at_save), "clones": per_clone, "play": play, "boot_s": boot_s,
-            "last": extra, "hooks": hooks}
+            "last": extra, "hooks": hooks, "stalls": stalls}
 
 
 def shared(per_clone, name):
@@ -457,8 +489,15 @@ def main():
                 "identical_prefix": prefix, "per_clone": drew}
             table.append((name, mech, total, count, same_flight, prefix))
             what = f"{mech}: {name}: {count} of {total} outputs after resume shared"
+            late = [f"clone {i} {st[name]} s after the run" if st[name] is not None else
+                    f"clone {i} not even {STALL_GRACE:g} s after the run"
+                    for i, st in enumerate(r["stalls"]) if name in st]
+            if late:
+                results[mech]["consumers"][name]["late"] = late
             tap.append((min(drew) > 0, f"{mech}: {name} drew after resume in every clone "
-                        f"(per clone: {min(drew)}..{max(drew)})"))
+                        f"(per clone: {min(drew)}..{max(drew)})" +
+                        (f"; it first drew in {', '.join(late)} (a stalled process: its "
+                         f"state is in the log)" if late else "")))
             if name in SEEDED_ONCE:
                 tap.append((min(drew) > 0 and prefix == min(drew),
                             f"{what}; seeded once, it repeats in every clone (identical "

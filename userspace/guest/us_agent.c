@@ -16,6 +16,9 @@
  *              entries) to the disk whose serial is 'reseed-dump', print
  *              '# userspace: dumped BYTES'
  *     in-play  print the in-play line again
+ *     state    print, per program, its slots' counts and where it is: its state, wait
+ *              channel and kernel stack (/proc/PID), then '# userspace: state done'
+ *              (for a program that has not drawn when it should have)
  *     run PROGRAM [ARG...]
  *              stop every program, run a test program of the image to its end (its
  *              output on the console), print '# userspace: ran PROGRAM status N' (N: its
@@ -212,6 +215,51 @@ static void dump(void)
 	close(fd);
 }
 
+/* /proc/PID/stack's frames on one line: "a < b < c" (innermost first) */
+static void kernel_stack(pid_t pid, char *buf, size_t len)
+{
+	char path[64], frame[128];
+	size_t used = 0;
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/stack", (int)pid);
+	f = fopen(path, "r");
+	while (f && used + 4 < len && fgets(frame, sizeof(frame), f)) {
+		char *sym = strchr(frame, ' ');
+
+		sym = sym ? sym + 1 : frame;
+		sym[strcspn(sym, "+\n")] = '\0';
+		used += snprintf(buf + used, len - used, "%s%s", used ? " < " : "", sym);
+	}
+	if (f)
+		fclose(f);
+}
+
+static void state(void)
+{
+	char path[64], stat[256], wchan[64], stack[384], *st;
+	int i, k;
+
+	for (i = 0; i < nprog; i++) {
+		if (!prog[i].slots)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)prog[i].pid);
+		read_line(path, stat, sizeof(stat));
+		st = strrchr(stat, ')');
+		snprintf(path, sizeof(path), "/proc/%d/wchan", (int)prog[i].pid);
+		read_line(path, wchan, sizeof(wchan));
+		kernel_stack(prog[i].pid, stack, sizeof(stack));
+		printf("# userspace: state %s pid=%d", prog[i].name, (int)prog[i].pid);
+		for (k = prog[i].slot; k < prog[i].slot + prog[i].slots; k++)
+			printf(" count=%" PRIu64,
+			       (uint64_t)__atomic_load_n(&h->slot[k].count, __ATOMIC_ACQUIRE));
+		printf(" state=%c wchan=%s stack=%s\n", st && st[1] ? st[2] : '?',
+		       wchan[0] ? wchan : "-", stack[0] ? stack : "-");
+	}
+	printf("# userspace: state done\n");
+}
+
 static void run(char *line)
 {
 	char *argv[32];
@@ -273,6 +321,8 @@ int main(int argc, char **argv)
 			dump();
 		else if (!strncmp(line, "in-play", 7))
 			print_in_play();
+		else if (!strncmp(line, "state", 5))
+			state();
 		else if (!strncmp(line, "run ", 4))
 			run(line);
 	}
