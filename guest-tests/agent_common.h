@@ -5,7 +5,7 @@
  *
  * The agent page that the host reads from guest memory while the VM is stopped, the
  * command channel (ttyS1), the CPU pinning, and the output rings with the 'dump'
- * command that the host's read_stream() (snapshot-scenarios/run.py) parses.  A program
+ * command that the host's read_stream() (snapshot-scenarios/scenario_lib.py) parses.  A program
  * that includes it defines stream_step(), which makes the next output at index
  * page->spins of the rings (unless it defines AGENT_NO_STREAM).
  */

@@ -150,13 +150,13 @@ def main():
     # vmharness takes the row's paths and the initramfs from the environment at import
     os.environ.update(RESEED_ROW=row, RESEED_INITRD=initrd)
     sys.path.insert(0, os.path.join(TOP, "snapshot-scenarios"))
-    import run
-    vm = run.vm
+    import scenario_lib as lib
+    vm = lib.vm
     has_vmclock = int(vm.QEMU_VERSION.split(".")[0]) >= 10
-    ctx = run.Ctx(kernel)
+    ctx = lib.Ctx(kernel)
     mechanisms = [("none", "none", {"rng": False}),
-                  ("vmgenid", "vmgenid", {"rng": False, "extra_devices": run.VMGENID}),
-                  ("vmclock", "VMClock", {"rng": False, "extra_devices": run.VMCLOCK}),
+                  ("vmgenid", "vmgenid", {"rng": False, "extra_devices": lib.VMGENID}),
+                  ("vmclock", "VMClock", {"rng": False, "extra_devices": lib.VMCLOCK}),
                   ("leak", "leak queues", {"leak": True})]
     results = []
     for i, (key, name, agent) in enumerate(mechanisms, 3):
@@ -168,17 +168,17 @@ def main():
             continue
         for mode, what in (("stream", "syscall"), ("vstream", "vdso")):
             try:
-                _, streams, has_epoch = run.stream_clones(
+                _, streams, has_epoch = lib.stream_clones(
                     ctx, f"audit-{key}-{mode}", a.clones, rings=("raw",), run=0,
-                    dump=DUMP, mode=mode, smp=run.VDSO_SMP, **agent)
-                f = run.vdso_shared(streams)
+                    dump=DUMP, mode=mode, smp=lib.VDSO_SMP, **agent)
+                f = lib.vdso_shared(streams)
                 entry[what] = {"shared": f["indices"], "longest_run": f["run"],
                                "in_flight": f["in_flight"], "sampled": DUMP}
-            except run.NotApplicable as e:
+            except lib.NotApplicable as e:
                 entry[what] = {"not_applicable": str(e)}
             if mode == "stream":
-                play = run.in_play(f"audit-{key}-{mode}")
-                entry["in_play"], entry["label"] = run.mechanism_label(key, play)
+                play = lib.in_play(f"audit-{key}-{mode}")
+                entry["in_play"], entry["label"] = lib.mechanism_label(key, play)
                 entry["guest_report"] = play
                 entry["epoch"] = has_epoch
         results.append(entry)
@@ -192,8 +192,8 @@ def main():
     has_epoch = any(r.get("epoch") for r in results)
     atomic = None
     if has_epoch:
-        devices = run.VMCLOCK if has_vmclock else ()
-        n, evs = run.clones(ctx, "audit-atomic", count=a.clones, extra_devices=devices)
+        devices = lib.VMCLOCK if has_vmclock else ()
+        n, evs = lib.clones(ctx, "audit-atomic", count=a.clones, extra_devices=devices)
         worst = max(ev["final"] - n for ev in evs)
         distinct = len({ev["getrandom"] for ev in evs})
         atomic = {"max_final_minus_n": worst, "n": n, "clones": a.clones,

@@ -9,7 +9,9 @@
 #   no file was written: not in those directories, not in the tree, not in build/ to
 #   four levels (run it when nothing else builds there).  One TAP line per program; a program
 #   whose source handles neither option is not run, and fails.  Last, README.md's commands:
-#   every `make TARGET` it names must be a target that 'make help' lists.
+#   every `make TARGET` it names must be a target that 'make help' lists; and
+#   docs/testing.md's scenario table must be what the scenario modules' docstrings make
+#   (snapshot-scenarios/run.py --table).
 case "${1:-}" in -h | --help)
 	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 esac
@@ -24,8 +26,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 mapfile -t progs < <(cd "$top" && find scripts snapshot-scenarios .ci -maxdepth 1 -type f \
 	-perm -u+x | sort)
-# One line per program, and one for the README's make targets.
-echo "1..$((${#progs[@]} + 1))" >"$tap.new"
+# One line per program, one for the README's make targets, one for the scenario table.
+echo "1..$((${#progs[@]} + 2))" >"$tap.new"
 n=0 failed=0
 for p in "${progs[@]}"; do
 	n=$((n + 1))
@@ -79,6 +81,19 @@ if [ -z "$unknown" ]; then
 	echo "ok $n - README.md: every make target it names is in make help" >>"$tap.new"
 else
 	echo "not ok $n - README.md names targets make help does not list:$unknown" >>"$tap.new"
+	failed=$((failed + 1))
+fi
+# The scenario table of docs/testing.md is the modules' docstrings (run.py --table).
+n=$((n + 1))
+"$top/snapshot-scenarios/run.py" --table >"$tmp/table"
+first=$(head -1 "$tmp/table") last=$(tail -1 "$tmp/table")
+awk -v a="$first" -v b="$last" '$0 == a { on = 1 } on { print } $0 == b { on = 0 }' \
+	"$top/docs/testing.md" >"$tmp/table.docs"
+if cmp -s "$tmp/table" "$tmp/table.docs"; then
+	echo "ok $n - docs/testing.md: the scenario table is the scenarios' docstrings" >>"$tap.new"
+else
+	echo "not ok $n - docs/testing.md's scenario table differs from snapshot-scenarios/run.py" \
+		"--table: $(diff "$tmp/table.docs" "$tmp/table" | grep -c '^[<>]') lines" >>"$tap.new"
 	failed=$((failed + 1))
 fi
 mv "$tap.new" "$tap"

@@ -43,7 +43,7 @@ def _load(name, path):
 
 
 gt = _load("guest_test", os.path.join(HERE, "guest-test.py"))
-run = _load("scenarios", os.path.join(TOP, "snapshot-scenarios", "run.py"))
+lib = _load("scenario_lib", os.path.join(TOP, "snapshot-scenarios", "scenario_lib.py"))
 
 LEAK_FAULTS = ("used-len", "zero-fill", "both-queues", "wrong-queue")
 SNP_FAULTS = ("wrong-seqno", "bad-tag", "no-response", "oversize-report", "bad-status")
@@ -88,13 +88,13 @@ def splat_check(tap, console, what):
 
 def wait_event(a, start, timeout=30):
     """The agent's first event line after console offset start, once the agent watches
-    the epoch again.  Unlike run.Agent.wait_event it takes any epoch in the 'spinning'
+    the epoch again.  Unlike lib.Agent.wait_event it takes any epoch in the 'spinning'
     line: with both-queues the driver's re-arm is a second leak, and the epoch may move
     again before the agent reads it."""
     deadline = time.monotonic() + timeout
-    while not (m := run.EVENT.search(a.g.read_console(), start)):
+    while not (m := lib.EVENT.search(a.g.read_console(), start)):
         if time.monotonic() > deadline or not a.g.alive():
-            raise run.Failed(f"{a.name}: no event line after {timeout}s")
+            raise lib.Failed(f"{a.name}: no event line after {timeout}s")
         time.sleep(0.02)
     a.g.wait_console(r"# scenario: spinning epoch=", timeout, m.end())
     return {"final": int(m.group(2)), "old": int(m.group(3), 16), "new": int(m.group(4), 16)}
@@ -103,7 +103,7 @@ def wait_event(a, start, timeout=30):
 def leak_fault(fault, tap, leaks=LEAKS):
     """One boot with x-leak-fault=fault; leaks declared while the agent spins."""
     what = f"leak fault {fault}"
-    a = run.Agent(f"hostile-{fault}", rng_opts=f",x-leak-fault={fault}")
+    a = lib.Agent(f"hostile-{fault}", rng_opts=f",x-leak-fault={fault}")
     try:
         a.boot()
         if not a.has_epoch:
@@ -113,12 +113,12 @@ def leak_fault(fault, tap, leaks=LEAKS):
         first = a.page()["epoch"]
         worst = 0
         for i in range(leaks if fault != "wrong-queue" else 1):
-            n = run.stop_spinning(a)
+            n = lib.stop_spinning(a)
             mark = a.g.console_size()
             a.g.qmp("entropy-leak")
             a.g.qmp("cont")
             ev = wait_event(a, mark)
-            worst = max(worst, run.atomic(ev, n, f"{what}, leak {i + 1}"))
+            worst = max(worst, lib.atomic(ev, n, f"{what}, leak {i + 1}"))
         detail = f"every leak moved the epoch, max final-N={worst}"
         if fault == "wrong-queue":
             # The device performed the copy-on-leak (the epoch moved) but returned it
@@ -127,7 +127,7 @@ def leak_fault(fault, tap, leaks=LEAKS):
             s0 = a.page()["spins"]
             time.sleep(1)
             s1 = a.page()["spins"]
-            run.check(s1 > s0, f"{what}: user space stopped after the broken ring")
+            lib.check(s1 > s0, f"{what}: user space stopped after the broken ring")
             # What a second leak does now that a leak queue is broken: printed only.
             before = a.page()["epoch"]
             a.g.qmp("entropy-leak")
@@ -136,12 +136,12 @@ def leak_fault(fault, tap, leaks=LEAKS):
             detail += (f"; the guest refused the ring ('{m.group(0)}') and went on; a second "
                        f"leak {'moved' if after != before else 'did not move'} the epoch")
         console = a.g.read_console()
-        news = [int(m.group(4), 16) for m in run.EVENT.finditer(console)]
-        run.check(first not in news and len(set(news)) == len(news),
+        news = [int(m.group(4), 16) for m in lib.EVENT.finditer(console)]
+        lib.check(first not in news and len(set(news)) == len(news),
                   f"{what}: an epoch value came back: {first:#x} then {[hex(v) for v in news]}")
-        run.check(a.g.alive(), f"{what}: QEMU ended")
+        lib.check(a.g.alive(), f"{what}: QEMU ended")
         tap.add(True, f"{what}: {detail}; {len(news)} epoch values, none repeated")
-    except (run.Failed, vm.Timeout) as e:
+    except (lib.Failed, vm.Timeout) as e:
         tap.add(False, f"{what}: {e}")
         a.g.report_failure(what)
     finally:

@@ -49,8 +49,8 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import run  # noqa: E402
-from run import NotApplicable, check, vm  # noqa: E402
+import scenario_lib as lib  # noqa: E402
+from scenario_lib import NotApplicable, check, vm  # noqa: E402
 
 try:
     import libvirt
@@ -109,7 +109,7 @@ class Daemon:
         subprocess.run([LIBVIRTD, "stop", self.path], check=False)
 
 
-# -- one domain, with the interface of vmharness.Guest that run.Agent uses
+# -- one domain, with the interface of vmharness.Guest that lib.Agent uses
 
 def domain_xml(name, ddir, kernel, append, leak=True, genid=False, disk=None, accel="tcg"):
     """Our device set as libvirt 9.0 domain XML (see the module's docstring)."""
@@ -227,7 +227,7 @@ class VirtGuest(vm.Guest):
         return None if self.alive() else "the domain ended"
 
 
-class VirtAgent(run.Agent):
+class VirtAgent(lib.Agent):
     """scenario_agent in a libvirt domain.  define(): a persistent domain, started;
     restored(): a domain that restore or start brought up."""
 
@@ -326,10 +326,10 @@ def persistent_agent(ctx, name, what):
     a = VirtAgent(ctx.daemon, name, ctx.kernel, disk=True)
     try:
         a.boot()
-        run.require_epoch(a)
+        lib.require_epoch(a)
         a.wait_spinning()
         yield a
-        run.no_splat(a.g)
+        lib.no_splat(a.g)
     except NotApplicable:
         raise
     except Exception:
@@ -343,7 +343,7 @@ def resume_and_check(a, n, who):
     mark = a.g.console_size()
     a.g.dom.resume()
     ev = a.wait_event(mark)
-    return run.atomic(ev, n, who), ev
+    return lib.atomic(ev, n, who), ev
 
 
 def l_snapshot(ctx):
@@ -415,7 +415,7 @@ def fan_out(ctx, key, leak, genid, mode):
     clones = []
     try:
         if mode == "epoch":
-            run.require_epoch(src)
+            lib.require_epoch(src)
         src.wait_spinning()
         time.sleep(0.3)
         src.g.dom.suspend()
@@ -458,7 +458,7 @@ def fan_out(ctx, key, leak, genid, mode):
         t_events = time.monotonic() - t0
         pss = sum(pss_mb(daemon.qemu_pid(c.name)) for c in clones)
         for i, c in enumerate(clones):
-            run.no_splat(c.g, f"clone {i}")
+            lib.no_splat(c.g, f"clone {i}")
     except Exception:
         for c in [src] + clones:
             if c.g.dom is not None and c.g.alive():
@@ -477,15 +477,15 @@ def l_clones(ctx):
     lines, figs = [], []
     for key, label, leak, genid, mode in MECHANISMS:
         n, evs, t_restore, t_events, pss = fan_out(ctx, key, leak, genid, mode)
-        kernel_shared = run.shared_count([e["getrandom"] for e in evs])
-        prng_shared = run.shared_count([e["prng"] for e in evs])
+        kernel_shared = lib.shared_count([e["getrandom"] for e in evs])
+        prng_shared = lib.shared_count([e["prng"] for e in evs])
         ctx.figures[key] = {"clones": count, "restore_s": round(t_restore, 2),
                             "first_event_s": round(t_events, 2), "pss_mib": round(pss),
                             "getrandom_shared": kernel_shared, "generator_shared": prng_shared}
         if key == "leak":
-            worst = max(run.atomic(ev, n, f"clone {i}") for i, ev in enumerate(evs))
-            run.pairwise_different([e["getrandom"] for e in evs], "getrandom() output")
-            run.pairwise_different([e["prng"] for e in evs], "user-space generator output")
+            worst = max(lib.atomic(ev, n, f"clone {i}") for i, ev in enumerate(evs))
+            lib.pairwise_different([e["getrandom"] for e in evs], "getrandom() output")
+            lib.pairwise_different([e["prng"] for e in evs], "user-space generator output")
             ctx.figures[key]["max_final_minus_n"] = worst
             figs.append(f"max final-N {worst}")
         elif key == "none":
@@ -533,7 +533,7 @@ def main():
                       f"QEMU {vm.QEMU}; {vm.accel_line()}", flush=True)
             except Exception as e:  # noqa: BLE001 - every scenario fails with it
                 refused = f"{type(e).__name__}: {e}"
-        failed = run.run_scenarios([(name, title, fn) for (name, _, fn), title
+        failed = lib.run_scenarios([(name, title, fn) for (name, _, fn), title
                                     in zip(todo, titles)], ctx, "libvirt", a.tap, refused)
     finally:
         if libvirt is not None:

@@ -42,7 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
 sys.path.insert(0, HERE)
 import vmharness as vm  # noqa: E402
-import run  # noqa: E402
+import scenario_lib as lib  # noqa: E402
 
 DISK = os.path.join(vm.BUILD, f"image-{vm.ROW}", "disk.ext4")
 MANIFEST = DISK + ".manifest"          # scripts/build-disk.sh
@@ -67,8 +67,8 @@ SLOT_OFF = 64
 
 MECHANISMS = {
     "none": {"leak": False, "devices": ()},
-    "vmgenid": {"leak": False, "devices": run.VMGENID},
-    "vmclock": {"leak": False, "devices": run.VMCLOCK},
+    "vmgenid": {"leak": False, "devices": lib.VMGENID},
+    "vmclock": {"leak": False, "devices": lib.VMCLOCK},
     "leak": {"leak": True, "devices": ()},
 }
 # Consumers that read the kernel on every call: with the leak queues they share nothing.
@@ -134,7 +134,7 @@ class DebianGuest:
         m = self.g.wait_console(READY, timeout)
         self.gpa = int(m.group(1), 16)
         errors = ERROR.findall(self.g.read_console())
-        run.check(not errors, f"{self.name}: " + "; ".join(errors))
+        lib.check(not errors, f"{self.name}: " + "; ".join(errors))
         return self
 
     def counts(self):
@@ -173,16 +173,16 @@ class DebianGuest:
         mark = self.g.console_size()
         self.g.send_command("dump\n")
         m = self.g.wait_console(DUMPED, timeout, mark)
-        run.check(m.group(1).startswith("dumped"), f"{self.name}: {m.group(1)}")
+        lib.check(m.group(1).startswith("dumped"), f"{self.name}: {m.group(1)}")
         errors = ERROR.findall(self.g.read_console())
-        run.check(not errors, f"{self.name}: " + "; ".join(errors))
+        lib.check(not errors, f"{self.name}: " + "; ".join(errors))
         with open(self.dump, "rb") as f:
             return f.read()
 
 
 def parse_header(data):
     magic, slots, capacity, width, used = HEADER.unpack_from(data, 0)
-    run.check(magic == US_MAGIC and capacity == US_CAPACITY and width == US_WIDTH,
+    lib.check(magic == US_MAGIC and capacity == US_CAPACITY and width == US_WIDTH,
               f"no ring header (magic {magic:#x})")
     out = []
     for k in range(used):
@@ -215,7 +215,7 @@ def measure(mechanism, clones, run_s, boot_timeout, last=None):
     try:
         src.boot(boot_timeout)
         boot_s = time.monotonic() - t0
-        play = run.IN_PLAY.search(src.g.read_console())
+        play = lib.IN_PLAY.search(src.g.read_console())
         play = dict(zip(("virtio_rng", "leak", "vmgenid", "vmclock"), play.groups())) \
             if play else None
         time.sleep(1.0)
@@ -225,7 +225,7 @@ def measure(mechanism, clones, run_s, boot_timeout, last=None):
         src.g.qmp("migrate", uri=f"exec:cat > {path}")
         deadline = time.monotonic() + 120
         while src.g.qmp("query-migrate").get("status") != "completed":
-            run.check(time.monotonic() < deadline, f"{tag}: migration to file not done")
+            lib.check(time.monotonic() < deadline, f"{tag}: migration to file not done")
             time.sleep(0.05)
     except Exception:
         src.g.report_failure(f"{tag} source")
@@ -241,7 +241,7 @@ def measure(mechanism, clones, run_s, boot_timeout, last=None):
         try:
             deadline = time.monotonic() + 120
             while c.g.status() == "inmigrate":
-                run.check(time.monotonic() < deadline, f"{c.name}: restore not done")
+                lib.check(time.monotonic() < deadline, f"{c.name}: restore not done")
                 time.sleep(0.05)
             c.gpa = src.gpa
             mark = c.g.console_size()
@@ -264,13 +264,13 @@ def measure(mechanism, clones, run_s, boot_timeout, last=None):
             slots = parse_header(dump)
             outs = {}
             for k, ((name, n), (name2, count)) in enumerate(zip(at_save, slots)):
-                run.check(name == name2, f"{c.name}: slot {k} is {name2}, was {name}")
-                run.check(count - n <= US_CAPACITY, f"{c.name}: {name} ran over its ring "
+                lib.check(name == name2, f"{c.name}: slot {k} is {name2}, was {name}")
+                lib.check(count - n <= US_CAPACITY, f"{c.name}: {name} ran over its ring "
                           f"({count - n} outputs after resume, {US_CAPACITY} kept)")
                 outs[name] = entries(dump, k, n, count)
             per_clone.append(outs)
             extra = last(c) if last and i == clones - 1 else None
-            run.no_splat(c.g, c.name)
+            lib.no_splat(c.g, c.name)
         except Exception:
             c.g.report_failure(f"{tag} clone {i}")
             raise
@@ -329,8 +329,8 @@ def run_in_guest(g, command, timeout=300):
             g.g.qmp("cont")
             moved += 1
         if done:
-            return run.KERNEL_LINE.sub("", text[:done.start()]), int(done.group(2))
-        run.check(time.monotonic() < deadline and g.g.alive(),
+            return lib.KERNEL_LINE.sub("", text[:done.start()]), int(done.group(2))
+        lib.check(time.monotonic() < deadline and g.g.alive(),
                   f"{g.name}: {command} did not end in {timeout} s")
         time.sleep(0.05)
 
@@ -358,7 +358,7 @@ def provider_test(boot_timeout):
         # a guest still starting its services would time them into the benchmark
         g.g.wait_console(r"Startup finished in", boot_timeout)
         tap, bench = provider_checks(g)
-        run.no_splat(g.g, g.name)
+        lib.no_splat(g.g, g.name)
         return tap, bench
     except Exception:
         g.g.report_failure("provider test")
@@ -391,12 +391,12 @@ def markdown(paths):
         print("|---" * (len(mechs) + 2) + "|")
         vers = r.get("versions", {})
         for n in names:
-            lib = next((f"{p} {vers[p]}" for p in LIBRARY.get(n, ()) if p in vers), "")
+            library = next((f"{p} {vers[p]}" for p in LIBRARY.get(n, ()) if p in vers), "")
             cells = []
             for m in mechs:
                 c = r["mechanisms"][m]["consumers"].get(n)
                 cells.append(f"{c['shared']:,} / {c['after_resume']:,}" if c else "-")
-            print(f"| {n} | {lib} | " + " | ".join(cells) + " |")
+            print(f"| {n} | {library} | " + " | ".join(cells) + " |")
         print("\n- in play: " + "; ".join(f"{m}: {r['mechanisms'][m]['in_play']}" for m in mechs))
         for m in mechs:
             hooks = r["mechanisms"][m].get("reseed_notify_s")
@@ -446,8 +446,8 @@ def main():
     for mech in mechs:
         if mech == "vmclock":
             try:
-                run.require_vmclock()
-            except run.NotApplicable as e:
+                lib.require_vmclock()
+            except lib.NotApplicable as e:
                 tap.append((None, f"{mech}: not applicable # SKIP {e}"))
                 continue
         t0 = time.monotonic()
@@ -455,7 +455,7 @@ def main():
         last = provider_checks if args.provider_test and mech == "leak" else None
         try:
             r = measure(mech, args.clones, args.run, args.boot_timeout, last)
-        except (run.Failed, vm.Timeout) as e:
+        except (lib.Failed, vm.Timeout) as e:
             tap.append((False, f"{mech}: {args.clones} clones of a Debian guest: {e}"))
             if last:
                 tap.append((False, f"EPOCH-DRBG's tests in the guest: not run ({e})"))
@@ -465,7 +465,7 @@ def main():
             provider_done = True
             tap += r["last"][0]
             bench += r["last"][1]
-        ok, label = run.mechanism_label(mech, r["play"])
+        ok, label = lib.mechanism_label(mech, r["play"])
         names = list(r["at_save"])
         results[mech] = {"in_play": label, "boot_s": round(r["boot_s"], 1),
                          "seconds": round(time.monotonic() - t0, 1), "consumers": {}}
@@ -526,7 +526,7 @@ def main():
         try:
             ptap, bench = provider_test(args.boot_timeout)
             tap += ptap
-        except (run.Failed, vm.Timeout) as e:
+        except (lib.Failed, vm.Timeout) as e:
             tap.append((False, f"EPOCH-DRBG's tests in the guest: {e}"))
     print()
     print(f"user-space clone suite, row {vm.ROW} (Debian {vm.VERSIONS['DEBIAN_SUITE_' + vm.ROW]}"
@@ -534,12 +534,12 @@ def main():
     print(f"  {'consumer':<22} {'library':<28} " +
           " ".join(f"{m:>15}" for m in results))
     for name in dict.fromkeys(n for n, *_ in table):
-        lib = next((f"{p} {vers[p]}" for p in LIBRARY.get(name, ()) if p in vers), "?")
+        library = next((f"{p} {vers[p]}" for p in LIBRARY.get(name, ()) if p in vers), "?")
         cells = []
         for m in results:
             c = results[m]["consumers"].get(name)
             cells.append(f"{c['shared']:>7}/{c['after_resume']:<7}" if c else f"{'-':>15}")
-        print(f"  {name:<22} {lib[:28]:<28} " + " ".join(cells))
+        print(f"  {name:<22} {library[:28]:<28} " + " ".join(cells))
     print("  (outputs drawn after resume that another clone also drew / all outputs drawn "
           "after resume; the output in flight at the snapshot not counted)")
     for m, r in results.items():

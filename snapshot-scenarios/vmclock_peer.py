@@ -14,7 +14,7 @@ its RNG reseeds after a restore only through vmgenid, if the VM has one.
 With our QEMU, for each of '-device vmclock' and '-device vmclock' plus
 '-device vmgenid,guid=auto', one source is saved to a migration file per mode of
 guest-tests/scenario_vmclock_peer and --clones clones are started from it in turn, as
-snapshot-scenarios/run.py's stream_clones() does:
+snapshot-scenarios/scenario_lib.py's stream_clones() does:
 
   epoch    spin on the counter (final - N <= 1: it moved before the clone's first
            instruction), then the first outputs after it: counter-guarded generator,
@@ -43,31 +43,31 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
 sys.path.insert(0, HERE)
 import vmharness as vm  # noqa: E402
-import run  # noqa: E402
+import scenario_lib as lib  # noqa: E402
 
 PROGRAM = "scenario_vmclock_peer"
 # The series' machine type: the only ones whose vmclock has vm-gen-counter and the
 # notification on (hw_compat_10_0 turns both off for pc-i440fx-10.0 and older); the
 # 'pc' of vmharness is its alias.  Checked over QMP on every source.
 MACHINE = "pc-i440fx-10.1"
-# The clones are restores started with -incoming: leak-on-migration=on (run.VMCLOCK)
+# The clones are restores started with -incoming: leak-on-migration=on (lib.VMCLOCK)
 VMCLOCK = "vmclock,id=vclk,leak-on-migration=on"
 KERNEL7 = os.path.join(vm.BUILD, "upstream-kernel-7", "vmlinuz")
 INITRD7 = os.path.join(vm.BUILD, "guest-7", "initramfs.cpio.gz")
 SMP = 2                 # the agent on one vCPU, the interrupts on the other (scenario 11)
 DUMP = 4096             # outputs compared per clone, from N + 1
 BOOT_TIMEOUT = 300      # TCG on a shared 2-core machine
-# Seconds a source runs in its mode before it is saved, as in run.py (0.5 s): the guest's
-# uptime is then about 4 s, when the crng reseeds on its own every max(1 s, uptime / 2)
+# Seconds a source runs in its mode before it is saved, as in the scenarios (0.5 s): the
+# guest's uptime is then about 4 s, when the crng reseeds on its own every max(1 s, uptime / 2)
 # at its next draw; after 2 minutes of uptime, every 60 s.
 SETTLE = 0.5
 MODES = (("epoch", "first outputs after resume"),
          ("pstream", "vmclock-guarded generator"),
          ("stream", "getrandom() syscall"),
          ("vstream", "getrandom() vDSO"))
-CONFIGS = (("vmclock", ()), ("vmclock+vmgenid", run.VMGENID))
+CONFIGS = (("vmclock", ()), ("vmclock+vmgenid", lib.VMGENID))
 # The agent's event line: scenario_agent's fields and the vDSO's output.  Its own
-# pattern, not run.py's: that one follows scenario_agent.
+# pattern, not scenario_lib.py's: that one follows scenario_agent.
 EVENT = re.compile(r"# scenario: event n=(\d+) final_spins=(\d+) old_epoch=(0x[0-9a-f]+) "
                    r"new_epoch=(0x[0-9a-f]+) reseeds=(\d+) getrandom=([0-9a-f]{64}) "
                    r"prng=([0-9a-f]{64}) vdso=([0-9a-f]{64})")
@@ -77,7 +77,7 @@ VMGENID_DRIVER = re.compile(r"# scenario: vmgenid driver=(\w+)")
 VMFORK = "random: crng reseeded due to virtual machine fork"    # vmgenid's reseed
 
 
-class PeerAgent(run.Agent):
+class PeerAgent(lib.Agent):
     """scenario_vmclock_peer in a guest with VMClock (and vmgenid), on MACHINE."""
 
     def __init__(self, name, mode, kernel, initrd, extra_devices=(), incoming=None):
@@ -95,7 +95,7 @@ def saved_source(tag, mode, kernel, initrd, devices, settle=SETTLE):
     try:
         src.boot(BOOT_TIMEOUT)
         gen = src.g.qmp("qom-get", path="/machine/peripheral/vclk", property="vm-gen-counter")
-        run.check(gen is True, f"{MACHINE}: vmclock has vm-gen-counter={gen}")
+        lib.check(gen is True, f"{MACHINE}: vmclock has vm-gen-counter={gen}")
         src.wait_spinning(120)
         con = src.g.read_console()
         flags = FLAGS.search(con)
@@ -104,8 +104,8 @@ def saved_source(tag, mode, kernel, initrd, devices, settle=SETTLE):
                  "module": "module ptp_vmclock.ko loaded" in con}
         time.sleep(settle)
         path = os.path.join(vm.RUNDIR, f"{tag}.migration")
-        n = run.save_to_file(src, path, timeout=120)
-    except run.NotApplicable:
+        n = lib.save_to_file(src, path, timeout=120)
+    except lib.NotApplicable:
         raise
     except Exception:
         src.g.report_failure(f"{tag} source")
@@ -122,7 +122,7 @@ def clone_of(tag, i, src, n, path, kernel, initrd, devices):
     try:
         c.wait_migrated(120)
         c.gpa = src.gpa
-        run.check(c.page()["spins"] == n, f"clone {i}: spin count differs from the source")
+        lib.check(c.page()["spins"] == n, f"clone {i}: spin count differs from the source")
         yield c
     except Exception:
         c.g.report_failure(f"{tag} clone {i}")
@@ -135,21 +135,21 @@ def first_event(c, start, timeout=120):
     deadline = time.monotonic() + timeout
     while True:
         # The kernel's console messages can land inside the agent's line: cut them out.
-        m = EVENT.search(run.KERNEL_LINE.sub("", c.g.read_console()[start:]))
+        m = EVENT.search(lib.KERNEL_LINE.sub("", c.g.read_console()[start:]))
         if m:
             return {"final": int(m.group(2)), "old": int(m.group(3), 16),
                     "new": int(m.group(4), 16), "getrandom": m.group(6), "prng": m.group(7),
                     "vdso": m.group(8)}
         if time.monotonic() > deadline or not c.g.alive():
-            raise run.Failed(f"{c.name}: no event line after {timeout}s")
+            raise lib.Failed(f"{c.name}: no event line after {timeout}s")
         time.sleep(0.02)
 
 
 def shared(streams):
     """From outputs N..N+DUMP of each clone: what they share after resume."""
-    pairs = [run.common_prefix(a["raw"][1:], b["raw"][1:])
+    pairs = [lib.common_prefix(a["raw"][1:], b["raw"][1:])
              for a, b in itertools.combinations(streams, 2)]
-    f = run.vdso_shared(streams)
+    f = lib.vdso_shared(streams)
     return {"pairs": pairs, "all": min(pairs), "max_pair": max(pairs),
             "median_pair": sorted(pairs)[len(pairs) // 2],
             "pairs_sharing": sum(1 for p in pairs if p), "indices": f["indices"],
@@ -173,7 +173,7 @@ def measure_mode(tag, mode, kernel, initrd, devices, clones, settle=SETTLE):
                         ev["new"] != ev["old"] and 0 <= ev["final"] - n <= 1
                     per.append(ev)
                 else:
-                    per.append({r: run.read_stream(c, r, n, DUMP + 1)
+                    per.append({r: lib.read_stream(c, r, n, DUMP + 1)
                                 for r in ("raw", "guarded")})
                 vmfork += VMFORK in c.g.read_console()[mark:]
     finally:
@@ -213,7 +213,7 @@ def measure(kernel, clones=8, initrd=INITRD7, settle=SETTLE, modes=None):
             try:
                 conf[mode] = measure_mode(f"vmclock-peer-{cname.replace('+', '-')}-{mode}",
                                           mode, kernel, initrd, devices, clones, settle)
-            except run.NotApplicable as e:
+            except lib.NotApplicable as e:
                 conf[mode] = {"not_applicable": str(e)}
             conf[mode]["seconds"] = round(time.monotonic() - t0, 1)
             vm.log(f"{cname} {mode}: {time.monotonic() - t0:.1f}s")
