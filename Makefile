@@ -214,7 +214,7 @@ DEBIAN_SUITE := $(DEBIAN_SUITE_$(R))
 ROOTFS       := $(BUILD)/rootfs-$(DEBIAN_SUITE)/rootfs.tar
 US_BIN       := $(BUILD)/userspace/bin
 US_PROGS     := us_agent rand_openssl rand_getrandom rand_arc4random rand_gnutls \
-	rand_sodium tls_client tls_tickets epoch_drbg_test
+	rand_sodium tls_client tls_tickets epoch_drbg_test rand_go rand_rust
 US_LIBS_rand_openssl := -lcrypto
 US_LIBS_rand_gnutls  := -lgnutls
 US_LIBS_rand_sodium  := -lsodium
@@ -234,6 +234,25 @@ $(ROOTFS): userspace/debian/$(DEBIAN_SUITE).packages scripts/build-rootfs.sh | $
 $(US_BIN)/epoch_drbg_test: userspace/epoch-drbg/epoch_drbg_test.c | $(STAMP)/deps
 	@mkdir -p $(@D)
 	gcc $(US_CFLAGS) -o $@ $< -lcrypto -lpthread
+
+# The Go consumer: static, built with the Go of versions.mk, offline (no toolchain or
+# module download), its build cache under XDG_CACHE_HOME as ccache's
+$(US_BIN)/rand_go: $(wildcard userspace/guest/rand_go/*.go) userspace/guest/rand_go/go.mod \
+		| $(STAMP)/deps
+	@mkdir -p $(@D)
+	cd userspace/guest/rand_go && GOTOOLCHAIN=local GOPROXY=off CGO_ENABLED=0 \
+		$(GO) build -trimpath -buildvcs=false -o $(abspath $@) .
+
+# The Rust consumer: Debian's cargo and rustc (not a rustup one on PATH), Debian's
+# packaged crates (userspace/guest/rand_rust/.cargo/config.toml), offline
+$(US_BIN)/rand_rust: $(wildcard userspace/guest/rand_rust/src/*.rs) \
+		userspace/guest/rand_rust/Cargo.toml userspace/guest/rand_rust/.cargo/config.toml \
+		| $(STAMP)/deps
+	@mkdir -p $(@D)
+	cd userspace/guest/rand_rust && RUSTC=/usr/bin/rustc CARGO_HOME=$(abspath $(BUILD)/cargo) \
+		/usr/bin/cargo build --release --offline --quiet \
+		--target-dir $(abspath $(BUILD)/userspace/rust)
+	cp $(BUILD)/userspace/rust/release/rand_rust $@
 
 $(US_BIN)/%: userspace/guest/%.c $(wildcard userspace/guest/*.h) guest-tests/agent_common.h \
 		| $(STAMP)/deps
@@ -266,8 +285,8 @@ $(DISK): $(ROOTFS) $(addprefix $(US_BIN)/,$(US_PROGS)) userspace/guest/consumers
 		userspace/guest/rand_python.py scripts/build-disk.sh \
 		$(wildcard userspace/guest/hooks/*) $(EPOCH_DRBG_DEB) $(RESEED_NOTIFY_DEB)
 	@mkdir -p $(@D)
-	@$(STAGE) image[$(R)] scripts/build-disk.sh $(ROOTFS) $(US_BIN) $@ $(EPOCH_DRBG_DEB) \
-		$(RESEED_NOTIFY_DEB)
+	@RESEED_HOST_PACKAGES="$(GO_PACKAGE) librust-rand-dev" $(STAGE) image[$(R)] scripts/build-disk.sh $(ROOTFS) \
+		$(US_BIN) $@ $(EPOCH_DRBG_DEB) $(RESEED_NOTIFY_DEB)
 
 # --- the fake AMD certificate chain (ARK, ASK, VCEK) the SEV-SNP responder signs with
 certs: $(SNP_CERTS) ## make the fake AMD ARK/ASK/VCEK in build/snp (openssl)

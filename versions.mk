@@ -28,6 +28,12 @@ DEBIAN_SUITE_6.1       := bookworm
 QEMU_DEBIAN_BINARY_10.0 := 1:10.0.2+ds-2+deb13u1~bpo12+1
 QEMU_DEBIAN_BINARY_7.2  := 1:7.2+dfsg-7+deb12u18+b3
 
+# The Go of the user-space suite's Go consumer (userspace/guest/rand_go), a static program
+# built on the host: Debian 12's newest, from bookworm-backports (1.19, Debian 12's own,
+# has no math/rand/v2), for both rows.
+GO_PACKAGE := golang-1.23-go
+GO         := /usr/lib/go-1.23/bin/go
+
 # QEMU >= 8 needs meson >= 1.5; Debian 12 has 1.0.1.  This one is unpacked into
 # build/tools (not installed), from bookworm-backports.
 MESON_DEB_VERSION := 1.7.0-1~bpo12+1

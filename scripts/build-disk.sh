@@ -9,7 +9,9 @@
 #   certificate in /etc/reseed-us, reseed-us.service enabled and the suite's
 #   reseed-notify hooks (userspace/guest/hooks); installs each
 #   PACKAGE.deb with the image's own dpkg (chroot); then mke2fs -d.  OUT.ext4.manifest
-#   lists every package of the image with its version.
+#   lists every package of the image with its version, and those of RESEED_HOST_PACKAGES
+#   (the host's packages built into a program of BIN-DIR: its Go, Rust's rand crate)
+#   marked so.
 case "${1:-}" in -h | --help)
 	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 esac
@@ -53,6 +55,9 @@ done
 
 # Every package of the image and its version, for the results
 dpkg-query --admindir="$root/var/lib/dpkg" -W -f='${Package} ${Version}\n' >"$out.manifest"
+for p in ${RESEED_HOST_PACKAGES:-}; do
+	dpkg-query -W -f='${Package} ${Version} (built in, host)\n' "$p" >>"$out.manifest"
+done
 
 # 1 GiB, sparse; the root file system uses a quarter of it.
 rm -f "$out.tmp"

@@ -29,6 +29,10 @@ packages=(
 	# the real Debian guests (scripts/build-rootfs.sh, build-disk.sh) and the user-space
 	# suite's programs, built against Debian's libraries (userspace/guest)
 	mmdebstrap e2fsprogs libsodium-dev
+	# its Go consumer (a static program): the newest Go of Debian 12, from
+	# bookworm-backports (versions.mk's GO_PACKAGE); its Rust consumer: Debian's rustc,
+	# cargo and packaged crates (built offline)
+	golang-1.23-go rustc cargo librust-rand-dev librust-libc-dev
 	# the fuzz targets (scripts/fuzz.sh): QEMU's libFuzzer build needs clang and its
 	# runtime; the seed corpus generator uses python3-cryptography
 	clang libclang-rt-14-dev llvm python3-cryptography

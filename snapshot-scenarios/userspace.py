@@ -12,8 +12,10 @@ systemd as init.  reseed-us.service starts the agent (userspace/guest/us_agent.c
 its consumers, each drawing in a loop from the image's own library and recording every
 output in a ring in guest memory: OpenSSL RAND_bytes, glibc getrandom() and
 arc4random(), GnuTLS gnutls_rnd, libsodium randombytes_buf, Python random, secrets and
-uuid4, and an unmodified 'openssl s_server' answering TLS 1.3 handshakes over loopback
-(the ServerHello random and the server's key share).
+uuid4, Go's crypto/rand and math/rand/v2 (one static program, built with the host's Go),
+Rust's rand::thread_rng() (Debian's rand crate), and an unmodified 'openssl s_server'
+answering TLS 1.3 handshakes over loopback (the ServerHello random and the server's key
+share).
 
 Per mechanism (none: no device; vmgenid; vmclock, 6.12 row; leak: the leak queues),
 one guest boots, runs, and is saved to a migration file with the VM stopped (the ring's
@@ -23,10 +25,11 @@ the outputs drawn after resume (index N+1 on; N itself, in flight at the snapsho
 counted apart) and how many of them another clone also drew.
 
 Asserted, where the outcome is certain: every consumer drew after resume in every
-clone; Python's random (seeded once, no signal reaches it) repeats in every clone under
-every mechanism (the negative control: the harness sees sharing); with the leak queues,
+clone; Python's random and Go's math/rand/v2 (seeded once, no signal reaches them)
+repeat in every clone under every mechanism (the negative controls: the harness sees
+sharing); with the leak queues,
 every consumer that reads the kernel on each call (getrandom, arc4random, secrets,
-uuid4, libsodium) shares nothing.  Everything else is measured and tabled.
+libsodium, Go's crypto/rand) shares nothing.  Everything else is measured and tabled.
 """
 
 import argparse
@@ -77,14 +80,16 @@ MECHANISMS = {
 # python-secrets shared none in the same clones; not reproduced since, not explained
 # (docs/known-gaps.md).
 KERNEL_EACH_CALL = ("glibc-getrandom", "glibc-arc4random", "python-secrets",
-                    "sodium-randombytes")
+                    "sodium-randombytes", "go-crypto-rand")
 # OpenSSL with the EPOCH-DRBG provider (the image's system configuration): with the leak
 # queues it shares nothing; the same programs on Debian's own configuration, side by side,
 # repeat what the other clones drew (the default DRBG reseeds only after 2^16 requests or
 # 7 minutes; a few seconds after a restore, a TLS server has made a few dozen handshakes).
 EPOCH_DRBG = ("openssl-EPOCH-DRBG", "tls-epoch-random", "tls-epoch-keyshare")
 DEFAULT_DRBG = ("openssl-RAND_bytes", "tls-random", "tls-keyshare")
-SEEDED_ONCE = ("python-random",)
+# Seeded once, never again: Python's random (a Mersenne Twister) and Go's math/rand/v2
+# (the runtime's ChaCha8 state of the program's one thread)
+SEEDED_ONCE = ("python-random", "go-math-rand-v2")
 # tls_tickets.c: the key names of a TLS server's session tickets; reseed-notify's hook
 # restarts that server when the epoch moved
 TICKETS = "tls-ticket-key"
@@ -100,6 +105,8 @@ LIBRARY = {
     "sodium-randombytes": ("libsodium23",),
     "python-random": ("python3",), "python-secrets": ("python3",),
     "python-uuid4": ("python3",),
+    "go-crypto-rand": ("golang-1.23-go",), "go-math-rand-v2": ("golang-1.23-go",),
+    "rust-thread-rng": ("librust-rand-dev",),
 }
 
 

@@ -33,7 +33,7 @@
 #include "agent_common.h"
 #include "us_ring.h"
 
-#define MAX_PROGRAMS	16
+#define MAX_PROGRAMS	24
 #define DUMP_DISK	"reseed-dump"
 
 struct program {

@@ -8,8 +8,9 @@
  * n % US_CAPACITY of its slot, then publishes count = n + 1 with a release store: the
  * host reads the counts with the VM stopped (the index in flight at a snapshot), and
  * the entries from the agent's dump.  A consumer pauses US_PAUSE_NS after every
- * US_BATCH outputs: at most 6,400 outputs a second, so that its slot holds every output
- * of a clone's run (a few seconds) before the dump.
+ * US_BATCH outputs: at most 3,200 outputs a second, so that its slot holds every output
+ * of a clone's run (20 s of them; a clone with reseed-notify's hooks runs 7-12 s), and
+ * so that seventeen consumers leave the guest's two vCPUs time for everything else.
  *
  *   page 0         struct us_header: magic, geometry, one struct us_slot per slot
  *   page 1...      slot k's entries at US_ENTRIES_OFF + k * US_CAPACITY * US_WIDTH
@@ -22,10 +23,10 @@
 #include <stdint.h>
 
 #define US_MAGIC	0x2173676e69727375ULL	/* "usrings!" */
-#define US_SLOTS	16
+#define US_SLOTS	20			/* rand_go and rand_rust say it again */
 #define US_CAPACITY	(1u << 16)
 #define US_WIDTH	16			/* bytes kept of each output */
-#define US_BATCH	256
+#define US_BATCH	128
 #define US_PAUSE_NS	40000000
 #define US_ENTRIES_OFF	4096
 #define US_RING_SIZE	(US_ENTRIES_OFF + (uint64_t)US_SLOTS * US_CAPACITY * US_WIDTH)

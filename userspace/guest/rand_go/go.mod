@@ -1,0 +1,3 @@
+module reseed-lab/rand_go
+
+go 1.23
