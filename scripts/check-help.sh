@@ -9,9 +9,11 @@
 #   no file was written: not in those directories, not in the tree, not in build/ to
 #   four levels (run it when nothing else builds there).  One TAP line per program; a program
 #   whose source handles neither option is not run, and fails.  Last, README.md's commands:
-#   every `make TARGET` it names must be a target that 'make help' lists; and
+#   every `make TARGET` it names must be a target that 'make help' lists;
 #   docs/testing.md's scenario table must be what the scenario modules' docstrings make
-#   (snapshot-scenarios/run.py --table).
+#   (snapshot-scenarios/run.py --table); and make audit, dry-run, must reach audit.py
+#   without building a kernel of ours (an operator's kernel needs only QEMU and the guest
+#   programs).
 case "${1:-}" in -h | --help)
 	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 esac
@@ -26,8 +28,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 mapfile -t progs < <(cd "$top" && find scripts snapshot-scenarios .ci -maxdepth 1 -type f \
 	-perm -u+x | sort)
-# One line per program, one for the README's make targets, one for the scenario table.
-echo "1..$((${#progs[@]} + 2))" >"$tap.new"
+# One line per program, then the README's make targets, the scenario table, make audit.
+echo "1..$((${#progs[@]} + 3))" >"$tap.new"
 n=0 failed=0
 for p in "${progs[@]}"; do
 	n=$((n + 1))
@@ -94,6 +96,18 @@ if cmp -s "$tmp/table" "$tmp/table.docs"; then
 else
 	echo "not ok $n - docs/testing.md's scenario table differs from snapshot-scenarios/run.py" \
 		"--table: $(diff "$tmp/table.docs" "$tmp/table" | grep -c '^[<>]') lines" >>"$tap.new"
+	failed=$((failed + 1))
+fi
+# make audit builds no kernel of ours: its dry run reaches audit.py and never build-kernel.sh
+n=$((n + 1))
+dry=$(make -n -s -C "$top" audit KERNEL="$top/README.md" 2>&1 || true)
+if echo "$dry" | grep -q 'scripts/audit.py' && ! echo "$dry" | grep -q 'build-kernel.sh'; then
+	echo "ok $n - make audit KERNEL=...: QEMU and the guest programs only, no kernel of ours" \
+		>>"$tap.new"
+else
+	echo "not ok $n - make audit KERNEL=...: $(echo "$dry" | grep -c 'build-kernel.sh')" \
+		"kernel builds, audit.py $(echo "$dry" | grep -q 'scripts/audit.py' && echo reached ||
+		echo 'not reached') in its dry run" >>"$tap.new"
 	failed=$((failed + 1))
 fi
 mv "$tap.new" "$tap"
