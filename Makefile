@@ -236,7 +236,7 @@ $(US_BIN)/epoch_drbg_test: userspace/epoch-drbg/epoch_drbg_test.c | $(STAMP)/dep
 	gcc $(US_CFLAGS) -o $@ $< -lcrypto -lpthread
 
 # The Go consumer: static, built with the Go of versions.mk, offline (no toolchain or
-# module download), its build cache under XDG_CACHE_HOME as ccache's
+# module download), its build cache where Go keeps it (XDG_CACHE_HOME/go-build)
 $(US_BIN)/rand_go: $(wildcard userspace/guest/rand_go/*.go) userspace/guest/rand_go/go.mod \
 		| $(STAMP)/deps
 	@mkdir -p $(@D)
