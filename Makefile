@@ -105,6 +105,19 @@ help: ## list the targets
 		awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
 	@echo "  check-SUITE      one suite of make check: $(filter-out check-scenarios,$(ONE_SUITE))"
 	@echo "  rows: $(ROWS) (default $(DEFAULT_ROW)); pick one with ROW=..."
+	@echo "variables:"
+	@echo "  ROW=6.12|6.1     the row of base trees (versions.mk)"
+	@echo "  SUITES=a,b       make check: only these suites (make suites lists them)"
+	@echo "  KERNEL= MODULES= OUT= CLONES=   make audit (KERNEL= also for scenarios, libvirt)"
+	@echo "  ONLY=            scenarios: numbers; userspace: mechanisms; libvirt: parts"
+	@echo "  T=NAME           make guest-test: the test"
+	@echo "  KASAN=1          the guest kernel with KASAN, in its own build directory"
+	@echo "  SANITIZE=1       QEMU by clang with ASan, UBSan and libFuzzer, in its own directory"
+	@echo "  FUZZ_SECONDS=N   make fuzz: seconds per target (600); FUZZ_SEED=N repeats a run"
+	@echo "  BENCH_SECTIONS='2 5'  make bench: only those sections"
+	@echo "  RESEED_ACCEL=kvm|tcg  the accelerator, instead of the probe (a boot under KVM)"
+	@echo "  RESEED_BUILD_CACHE= RESEED_SOURCE_CACHE=  empty: no build or source cache"
+	@echo "                   (default: under XDG_CACHE_HOME or ~/.cache, reseed-lab/); ccache: CCACHE_DIR"
 
 suites: ## the names of make check's suites, for SUITES=a,b
 	@echo $(SUITE_NAMES)

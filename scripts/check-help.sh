@@ -9,7 +9,8 @@
 #   no file was written: not in those directories, not in the tree, not in build/ to
 #   four levels (run it when nothing else builds there).  One TAP line per program; a program
 #   whose source handles neither option is not run, and fails.  Last, README.md's commands:
-#   every `make TARGET` it names must be a target that 'make help' lists;
+#   every `make TARGET` it names must be a target that 'make help' lists, and every
+#   VARIABLE= it gives a make command a variable that 'make help' names;
 #   docs/testing.md's scenario table must be what the scenario modules' docstrings make
 #   (snapshot-scenarios/run.py --table); and make audit, dry-run, must reach audit.py
 #   without building a kernel of ours (an operator's kernel needs only QEMU and the guest
@@ -79,10 +80,16 @@ for t in $(grep -oE '`make [a-z][a-z0-9-]*' "$top/README.md" | awk '{ print $2 }
 	case " $suites " in *" ${t#check-} "*) [ "${t#check-}" != "$t" ] && continue ;; esac
 	unknown+=" $t"
 done
+help=$(make -s -C "$top" help)
+for v in $(grep -oE '`make [^`]*`' "$top/README.md" | grep -oE '\b[A-Z][A-Z0-9_]+=' | sort -u); do
+	echo "$help" | grep -qF -- "$v" || unknown+=" $v"
+done
 if [ -z "$unknown" ]; then
-	echo "ok $n - README.md: every make target it names is in make help" >>"$tap.new"
+	echo "ok $n - README.md: every make target and variable it names is in make help" \
+		>>"$tap.new"
 else
-	echo "not ok $n - README.md names targets make help does not list:$unknown" >>"$tap.new"
+	echo "not ok $n - README.md names targets or variables make help does not list:$unknown" \
+		>>"$tap.new"
 	failed=$((failed + 1))
 fi
 # The scenario table of docs/testing.md is the modules' docstrings (run.py --table).
