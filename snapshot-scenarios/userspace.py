@@ -145,16 +145,15 @@ class DebianGuest:
         return self
 
     def counts(self):
-        """The ring's counts per slot, read from guest memory (the VM stopped)."""
+        """The ring's counts per slot, read from guest memory (with the VM stopped, the
+        index in flight at that moment)."""
         return parse_header(self.g.read_phys(self.gpa, US_ENTRIES_OFF))
 
     def stalled(self, at_save, grace=STALL_GRACE):
         """The consumers that have drawn nothing since the snapshot, by name: how long
         after the run they first drew (within grace seconds, else None), and where each
         was when found so (the agent's 'state' line, logged)."""
-        def counts():
-            return dict(parse_header(self.g.read_phys(self.gpa, US_ENTRIES_OFF)))
-        now = counts()
+        now = dict(self.counts())
         late = {name: None for name, n in at_save if now[name] <= n + 1}
         if not late:
             return {}
@@ -162,12 +161,12 @@ class DebianGuest:
         self.g.send_command("state\n")
         self.g.wait_console(STATE_DONE, 30, mark)
         for line in STATE.findall(self.g.read_console(), mark):
-            if line.split()[0] in late:
+            if any(f" {name}=" in line for name in late):
                 vm.log(f"{self.name}: drew nothing since the snapshot: {line}")
         t0 = time.monotonic()
         while time.monotonic() < t0 + grace and None in late.values():
             time.sleep(0.2)
-            now = counts()
+            now = dict(self.counts())
             for name, n in at_save:
                 if name in late and late[name] is None and now[name] > n + 1:
                     late[name] = round(time.monotonic() - t0, 1)
@@ -383,6 +382,11 @@ def versions():
         return {}
 
 
+def library_of(name, vers, unknown):
+    """The package and version a consumer runs on, from the image's manifest."""
+    return next((f"{p} {vers[p]}" for p in LIBRARY.get(name, ()) if p in vers), unknown)
+
+
 def markdown(paths):
     """The results of earlier runs (--json files) as one Markdown table each."""
     for path in paths:
@@ -398,7 +402,7 @@ def markdown(paths):
         print("|---" * (len(mechs) + 2) + "|")
         vers = r.get("versions", {})
         for n in names:
-            library = next((f"{p} {vers[p]}" for p in LIBRARY.get(n, ()) if p in vers), "")
+            library = library_of(n, vers, "")
             cells = []
             for m in mechs:
                 c = r["mechanisms"][m]["consumers"].get(n)
@@ -541,7 +545,7 @@ def main():
     print(f"  {'consumer':<22} {'library':<28} " +
           " ".join(f"{m:>15}" for m in results))
     for name in dict.fromkeys(n for n, *_ in table):
-        library = next((f"{p} {vers[p]}" for p in LIBRARY.get(name, ()) if p in vers), "?")
+        library = library_of(name, vers, "?")
         cells = []
         for m in results:
             c = results[m]["consumers"].get(name)

@@ -16,8 +16,9 @@
  *              entries) to the disk whose serial is 'reseed-dump', print
  *              '# userspace: dumped BYTES'
  *     in-play  print the in-play line again
- *     state    print, per program, its slots' counts and where it is: its state, wait
- *              channel and kernel stack (/proc/PID), then '# userspace: state done'
+ *     state    print, per program, its slots' counts (SLOT=COUNT) and where it is: its
+ *              state, wait channel and kernel stack (/proc/PID), then
+ *              '# userspace: state done'
  *              (for a program that has not drawn when it should have)
  *     run PROGRAM [ARG...]
  *              stop every program, run a test program of the image to its end (its
@@ -252,7 +253,7 @@ static void state(void)
 		kernel_stack(prog[i].pid, stack, sizeof(stack));
 		printf("# userspace: state %s pid=%d", prog[i].name, (int)prog[i].pid);
 		for (k = prog[i].slot; k < prog[i].slot + prog[i].slots; k++)
-			printf(" count=%" PRIu64,
+			printf(" %.24s=%" PRIu64, h->slot[k].name,
 			       (uint64_t)__atomic_load_n(&h->slot[k].count, __ATOMIC_ACQUIRE));
 		printf(" state=%c wchan=%s stack=%s\n", st && st[1] ? st[2] : '?',
 		       wchan[0] ? wchan : "-", stack[0] ? stack : "-");
