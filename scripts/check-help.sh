@@ -72,7 +72,8 @@ done
 # The README's commands exist: every `make TARGET` it gives is a target 'make help' lists,
 # or check-SUITE for a suite 'make suites' names.
 n=$((n + 1))
-listed=$(make -s -C "$top" help | awk '{ print $1 }')
+help=$(make -s -C "$top" help)
+listed=$(echo "$help" | awk '{ print $1 }')
 suites=$(make -s -C "$top" suites)
 unknown=
 for t in $(grep -oE '`make [a-z][a-z0-9-]*' "$top/README.md" | awk '{ print $2 }' | sort -u); do
@@ -80,7 +81,6 @@ for t in $(grep -oE '`make [a-z][a-z0-9-]*' "$top/README.md" | awk '{ print $2 }
 	case " $suites " in *" ${t#check-} "*) [ "${t#check-}" != "$t" ] && continue ;; esac
 	unknown+=" $t"
 done
-help=$(make -s -C "$top" help)
 for v in $(grep -oE '`make [^`]*`' "$top/README.md" | grep -oE '\b[A-Z][A-Z0-9_]+=' | sort -u); do
 	echo "$help" | grep -qF -- "$v" || unknown+=" $v"
 done
