@@ -15,9 +15,14 @@
  *
  * Selected for every program by openssl.cnf ([random] random = EPOCH-DRBG, the provider
  * loaded in the providers section): the core then makes its primary, public and
- * private DRBGs of it.  The parent the core offers is not used (each instance seeds
- * from the kernel, the root of the hierarchy anyway); as a parent itself, an instance
- * hands out seed material from its own generate, epoch check included.
+ * private DRBGs of it.  Their wrapped DRBGs form the same hierarchy as the default
+ * chain's: an instance whose parent is an EPOCH-DRBG wraps a CTR-DRBG whose parent is
+ * that instance's, so a fork or a reseed propagates as OpenSSL's own tests expect (the
+ * primary reseeds in a forked child).  At an epoch move the root reseeds first, from
+ * the kernel, once per move whichever child saw it first, then the child from it: each
+ * DRBG reseeds once per move.  Without a parent, or under a parent of another provider,
+ * the wrapped DRBG seeds from the kernel directly; as the parent of another provider's
+ * DRBG, an instance hands out seed material from its own generate, epoch check included.
  *
  * Where the kernel has no RNDEPOCH, the provider says so once on stderr and behaves as
  * the CTR-DRBG it wraps.  Fork: the wrapped DRBG reseeds in the child by itself
@@ -115,8 +120,11 @@ struct provider {
 	OSSL_LIB_CTX *libctx;		/* a child of the application's: its providers */
 };
 
+static const OSSL_DISPATCH drbg_functions[];
+
 struct drbg {
 	struct provider *prov;
+	struct drbg *up;		/* the parent, when an EPOCH-DRBG; held by the core */
 	EVP_RAND_CTX *inner;
 	CRYPTO_RWLOCK *lock;		/* once the core enables locking */
 	struct epoch seen;		/* the epoch read before the last seed */
@@ -141,20 +149,21 @@ static void *drbg_new(void *provctx, void *parent, const OSSL_DISPATCH *parent_c
 		OSSL_PARAM_size_t(OSSL_RAND_PARAM_MAX_REQUEST, NULL),
 		OSSL_PARAM_END
 	};
+	/* The core hands a parent of this provider with this very dispatch table */
+	struct drbg *up = parent_calls == drbg_functions ? parent : NULL;
 	struct drbg *d;
 	EVP_RAND *rand;
 
-	(void)parent;
-	(void)parent_calls;
 	pthread_once(&epoch_once, epoch_map);
 	d = OPENSSL_zalloc(sizeof(*d));
 	if (!d)
 		return NULL;
 	d->prov = prov;
+	d->up = up;
 	max_request[0].data = &d->max_request;
 	rand = EVP_RAND_fetch(prov->libctx, EPOCH_DRBG_INNER, "provider=default");
 	if (rand)
-		d->inner = EVP_RAND_CTX_new(rand, NULL);
+		d->inner = EVP_RAND_CTX_new(rand, up ? up->inner : NULL);
 	EVP_RAND_free(rand);
 	if (!d->inner || !EVP_RAND_CTX_set_params(d->inner, params) ||
 	    !EVP_RAND_CTX_get_params(d->inner, max_request) || !d->max_request) {
@@ -202,14 +211,40 @@ static int drbg_reseed(void *vctx, int pr, const unsigned char *ent, size_t ent_
 	return EVP_RAND_reseed(d->inner, pr, ent, ent_len, adin, adin_len) && drbg_seeded(d, e);
 }
 
+static int drbg_lock(void *vctx);
+static void drbg_unlock(void *vctx);
+
+static int epoch_moved(const struct drbg *d, struct epoch e)
+{
+	return e.value != d->seen.value || e.vm != d->seen.vm;
+}
+
+/*
+ * d saw the epoch at e, not at its last seed: reseed it.  The root reseeds from the
+ * kernel; a child first brings its parent (locked, as OpenSSL's hierarchy locks a parent
+ * under its child) to e, unless another child did, then takes its seed from it.
+ */
+static int epoch_reseed(struct drbg *d, struct epoch e)
+{
+	struct drbg *up = d->up;
+	int ok;
+
+	if (!up)
+		return drbg_reseed(d, 1, NULL, 0, NULL, 0);
+	if (!drbg_lock(up))
+		return 0;
+	ok = !epoch_moved(up, e) || epoch_reseed(up, e);
+	drbg_unlock(up);
+	return ok && drbg_reseed(d, 0, NULL, 0, NULL, 0);
+}
+
 static int drbg_generate(void *vctx, unsigned char *out, size_t outlen, unsigned int strength,
 			 int pr, const unsigned char *adin, size_t adin_len)
 {
 	struct drbg *d = vctx;
 	struct epoch e = epoch_read();
 
-	if ((e.value != d->seen.value || e.vm != d->seen.vm) &&
-	    !drbg_reseed(d, 1, NULL, 0, NULL, 0))
+	if (epoch_moved(d, e) && !epoch_reseed(d, e))
 		return 0;
 	return EVP_RAND_generate(d->inner, out, outlen, strength, pr, adin, adin_len);
 }
