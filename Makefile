@@ -238,6 +238,7 @@ US_CFLAGS    := -O2 -Wall -Wextra -Werror -Wno-unused-function -Wno-unused-varia
 	-D_GNU_SOURCE -I guest-tests -I userspace/guest
 EPOCH_DRBG_DEB := $(BUILD)/userspace/reseed-epoch-drbg_0.1-1_amd64.deb
 DISK         := $(BUILD)/image-$(R)/disk.ext4
+OSSL_TESTS   := $(BUILD)/openssl-tests-$(DEBIAN_SUITE)
 image: $(DISK) ## build the row's Debian guest image (systemd, the user-space suite)
 rootfs: $(ROOTFS)
 
@@ -296,10 +297,17 @@ $(EPOCH_DRBG_HOST_CONF): userspace/epoch-drbg/openssl.cnf $(EPOCH_DRBG_DEB)
 $(DISK): $(ROOTFS) $(addprefix $(US_BIN)/,$(US_PROGS)) userspace/guest/consumers \
 		userspace/guest/reseed-us.service userspace/guest/reseed-us-tls.service \
 		userspace/guest/rand_python.py scripts/build-disk.sh \
-		$(wildcard userspace/guest/hooks/*) $(EPOCH_DRBG_DEB) $(RESEED_NOTIFY_DEB)
+		$(wildcard userspace/guest/hooks/*) $(EPOCH_DRBG_DEB) $(RESEED_NOTIFY_DEB) \
+		$(OSSL_TESTS)/version userspace/guest/ossl-test userspace/guest/openssl-hash-drbg.cnf
 	@mkdir -p $(@D)
-	@RESEED_HOST_PACKAGES="$(GO_PACKAGE) librust-rand-dev" $(STAGE) image[$(R)] scripts/build-disk.sh $(ROOTFS) \
+	@RESEED_HOST_PACKAGES="$(GO_PACKAGE) librust-rand-dev" RESEED_OPENSSL_TESTS=$(OSSL_TESTS) \
+		$(STAGE) image[$(R)] scripts/build-disk.sh $(ROOTFS) \
 		$(US_BIN) $@ $(EPOCH_DRBG_DEB) $(RESEED_NOTIFY_DEB)
+
+# OpenSSL's own rand, DRBG and EVP_RAND tests, from the source of the image's OpenSSL,
+# linked against the image's libcrypto (docs/userspace.md, "Tests and speed")
+$(OSSL_TESTS)/version: $(ROOTFS) scripts/build-openssl-tests.sh
+	@$(STAGE) openssl-tests[$(DEBIAN_SUITE)] scripts/build-openssl-tests.sh $(<D) $(@D)
 
 # --- the fake AMD certificate chain (ARK, ASK, VCEK) the SEV-SNP responder signs with
 certs: $(SNP_CERTS) ## make the fake AMD ARK/ASK/VCEK in build/snp (openssl)

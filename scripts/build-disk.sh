@@ -11,7 +11,9 @@
 #   PACKAGE.deb with the image's own dpkg (chroot); then mke2fs -d.  OUT.ext4.manifest
 #   lists every package of the image with its version, and those of RESEED_HOST_PACKAGES
 #   (the host's packages built into a program of BIN-DIR: its Go, Rust's rand crate)
-#   marked so.
+#   marked so.  RESEED_OPENSSL_TESTS, when set, is build-openssl-tests.sh's output for this
+#   image: installed in /usr/local/lib/reseed-us/openssl-tests, with the suite's runner
+#   for them (userspace/guest/ossl-test) and its HASH-DRBG configuration.
 case "${1:-}" in -h | --help)
 	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 esac
@@ -36,6 +38,12 @@ lib=$root/usr/local/lib/reseed-us etc=$root/etc/reseed-us
 install -d "$lib" "$etc/tls"
 install -m 755 "$bin"/* "$here/userspace/guest/rand_python.py" "$lib/"
 install -m 644 "$here/userspace/guest/consumers" "$etc/"
+if [ -n "${RESEED_OPENSSL_TESTS:-}" ]; then
+	install -d "$lib/openssl-tests"
+	cp -a "$RESEED_OPENSSL_TESTS"/. "$lib/openssl-tests/"
+	install -m 755 "$here/userspace/guest/ossl-test" "$lib/"
+	install -m 644 "$here/userspace/guest/openssl-hash-drbg.cnf" "$etc/"
+fi
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
 	-subj /CN=reseed-guest -keyout "$etc/tls/key.pem" -out "$etc/tls/cert.pem" 2>/dev/null
 install -m 644 "$here/userspace/guest/reseed-us.service" \

@@ -321,6 +321,8 @@ def run_in_guest(g, command, timeout=300):
     """Run command with the agent's 'run'; answer each 'move the epoch' with a leak
     (QMP entropy-leak, the VM stopped); return the console text of the run and its
     exit status."""
+    # the agent reads a command line of up to 255 bytes
+    lib.check(len(command) < 250, f"run {command}: longer than the agent reads")
     mark = g.g.console_size()
     g.g.send_command(f"run {command}\n")
     moved = 0
@@ -352,7 +354,73 @@ def provider_checks(g):
                 f"EPOCH-DRBG in the guest: {TEST_PROGRAM} ran {len(results)} tests of "
                 f"its plan, exit status {status}"))
     text, status = run_in_guest(g, TEST_PROGRAM + " --bench")
-    return tap, re.findall(r"^# bench: ([^\r\n]*)", text, re.M)
+    bench = re.findall(r"^# bench: ([^\r\n]*)", text, re.M)
+    return tap + openssl_checks(g), bench
+
+
+OSSL_RUN = "/usr/local/lib/reseed-us/ossl-test"
+# ossl-test's configurations (userspace/guest/ossl-test)
+OSSL_CONF = {"epoch": "/etc/ssl/openssl.cnf", "debian": "/etc/ssl/openssl.cnf.distrib",
+             "hash": "/etc/reseed-us/openssl-hash-drbg.cnf"}
+# OpenSSL's own test programs (scripts/build-openssl-tests.sh) and their arguments as
+# OpenSSL's recipes give them (test/recipes/05-test_rand.t: 3.5's rand_test loads the
+# configuration it is given; 3.0's ignores it; 30-test_evp.t: evprand.txt)
+OSSL_PROGRAMS = (("drbgtest", ""), ("rand_test", " {conf}"), ("rand_status_test", ""),
+                 ("evp_test", " evprand.txt"))
+OSSL_NOT_RUN = {
+    ("drbgtest", "test_rand_reseed"):
+        "not run with EPOCH-DRBG: it casts the core's DRBGs to OpenSSL's own DRBG "
+        "structure (PROV_DRBG, private to OpenSSL's default provider) to compare their "
+        "parents and to write their reseed counters; on another provider's DRBG that "
+        "writes into memory it does not own",
+}
+
+
+def openssl_checks(g):
+    """OpenSSL's own rand, DRBG and EVP_RAND tests (from the source of the image's
+    OpenSSL, on the image's libcrypto) with the image's configuration, EPOCH-DRBG, the
+    host moving the epoch while each runs; TAP lines. A test that fails is run again with
+    OpenSSL's own HASH-DRBG configured: failing there too, it assumes that no DRBG is
+    configured and is skipped with that reason; passing there, it is a failure of
+    EPOCH-DRBG."""
+    tap = []
+    text, status = run_in_guest(g, "/usr/bin/openssl list -random-instances")
+    drbgs = re.findall(r"^(primary|public|private):\s*\n\s*(\S+)", text, re.M)
+    tap.append((status == 0 and len(drbgs) == 3 and all(d == "EPOCH-DRBG" for _, d in drbgs),
+                "OpenSSL's tests: the image's configuration makes the primary, public and "
+                f"private DRBGs EPOCH-DRBG ({', '.join(f'{w} {d}' for w, d in drbgs)})"))
+    text, status = run_in_guest(g, "/bin/cat /usr/local/lib/reseed-us/openssl-tests/version")
+    version = re.search(r"openssl-source (\S+) image (\S+)", text)
+    source = (f"OpenSSL {version.group(1)}'s tests on libssl3 {version.group(2)}"
+              if version else "OpenSSL's tests")
+    for prog, args in OSSL_PROGRAMS:
+        text, status = run_in_guest(g, f"{OSSL_RUN} debian {prog} -list"
+                                       + args.format(conf=OSSL_CONF["debian"]))
+        names = re.findall(r"^\d+ - (\w+)", text, re.M)
+        if status != 0 or not names:
+            tap.append((False, f"{source}: {prog} -list gave no tests (status {status})"))
+            continue
+        for name in names:
+            what = f"{source}: {prog} {name} with EPOCH-DRBG"
+            if (prog, name) in OSSL_NOT_RUN:
+                tap.append((None, f"{what} # SKIP {OSSL_NOT_RUN[prog, name]}"))
+                continue
+            text, status = run_in_guest(g, f"{OSSL_RUN} epoch --move {prog} -test {name}"
+                                           + args.format(conf=OSSL_CONF["epoch"]))
+            if status == 0 and re.search(rf"^ok \d+ - {name}\b", text, re.M):
+                tap.append((True, what))
+                continue
+            ref, ref_status = run_in_guest(g, f"{OSSL_RUN} hash {prog} -test {name}"
+                                           + args.format(conf=OSSL_CONF["hash"]))
+            if ref_status != 0:
+                tap.append((None, f"{what} # SKIP it fails with OpenSSL's own HASH-DRBG "
+                                  f"configured too (status {ref_status}): it assumes that no "
+                                  "DRBG is configured"))
+                continue
+            errors = re.findall(r"^\s*# (ERROR: [^\r\n]*)", text, re.M)
+            tap.append((False, f"{what}: status {status}, passes with HASH-DRBG configured"
+                               + (f": {errors[0]}" if errors else "")))
+    return tap
 
 
 def provider_test(boot_timeout):

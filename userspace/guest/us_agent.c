@@ -286,7 +286,7 @@ static void run(char *line)
 
 int main(int argc, char **argv)
 {
-	char line[128];
+	char line[256];
 	int fd;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
