@@ -567,7 +567,7 @@ $(PEER_INITRAMFS): $(GUEST)/bin/scenario_vmclock_peer $(UPSTREAM7)/vmlinuz guest
 		scripts/build-initramfs.sh
 	@$(STAGE) initramfs[7] scripts/build-initramfs.sh $(LINUX_SRC) $@ $< \
 		$$(sed 's|^|$(UPSTREAM7)/modules/|' $(UPSTREAM7)/modules/order)
-# The same program, then, on the row's own kernel (its initramfs carries it; 0029 gives it
+# The same program, then, on the row's own kernel (its initramfs carries it; 0043 gives it
 # the same /dev/vmclock0): the peer's figures next to ours.
 peer-vmclock: qemu kernel guest $(PEER_INITRAMFS) ## Linux 7's VMClock counter as the clones' guard (the peer), then ours
 	snapshot-scenarios/vmclock_peer.py --kernel $(UPSTREAM7)/vmlinuz --initrd $(PEER_INITRAMFS)

@@ -8,7 +8,8 @@
 #   - linux: 'checkpatch.pl --strict' for our patches; a backport of upstream code (its
 #     message carries "commit <id> upstream.", or a "[ backport" note that names the
 #     upstream commits it takes) is held to plain checkpatch, since --strict's CHECKs on
-#     upstream code are upstream's to change.  Any ERROR, WARNING
+#     upstream code are upstream's to change (and so is a repeated word in its message:
+#     REPEATED_WORD is not checked there).  Any ERROR, WARNING
 #     or CHECK fails the patch.  Two checks are replaced, not skipped: the tree is
 #     Debian's tarball without upstream history, so a commit id cannot be looked up
 #     (UNKNOWN_COMMIT_ID; the id's form is still checked); and instead of "does
@@ -74,6 +75,8 @@ for p in "${series[@]}"; do
 		if grep -qE '^(commit [0-9a-f]{12,40} upstream\.|\[ backport)' <<<"$msg"; then
 			kind=" (backport: checkpatch)"
 			backport=1
+			# upstream's own words (e.g. "much much simpler" in 562f59fe3291)
+			opts+=(--ignore REPEATED_WORD)
 		else
 			opts+=(--strict)
 			kind=" (checkpatch --strict)"
