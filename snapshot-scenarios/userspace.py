@@ -264,7 +264,14 @@ def measure(mechanism, clones, run_s, boot_timeout, last=None):
                 # start the server again, and the client get tickets from it.
                 done = c.g.wait_console(HOOKS_DONE, 30, mark)
                 c.g.wait_console(TLS_STARTED, 30, done.end())
-                time.sleep(3.0)
+                # tickets from the new server: two more than when it started (a fixed
+                # 3 s was too short on a loaded host, and the last ticket was the old one)
+                started = dict(c.counts()).get(TICKETS)
+                deadline = time.monotonic() + 60
+                while started is not None and dict(c.counts())[TICKETS] < started + 2:
+                    lib.check(time.monotonic() < deadline, f"{c.name}: no ticket from the "
+                              "restarted TLS server in 60 s")
+                    time.sleep(0.2)
             stalls.append(c.stalled(at_save))
             dump = c.dump_rings()
             slots = parse_header(dump)
