@@ -43,6 +43,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
+#include <openssl/provider.h>
 
 #ifndef RNDEPOCH
 #define RNDEPOCH _IO('R', 0x08)		/* <linux/random.h> of the RNG epoch series */
@@ -113,23 +114,150 @@ static struct epoch epoch_read(void)
 	return e;
 }
 
+/* --- the wrapped CTR-DRBG */
+
+/*
+ * The default provider's CTR-DRBG, called through its dispatch table rather than EVP:
+ * EVP_RAND_generate() on it would ask its max_request, a walk of its parameters, at
+ * every call (on top of the core's own pass through EVP to this provider), about a
+ * twentieth of a 16-byte RAND_bytes natively.  An instance's lock is the wrapped
+ * DRBG's: the core locks an instance as OpenSSL's hierarchy locks a parent, and both
+ * take the one lock.
+ */
+struct inner {
+	EVP_RAND *rand;			/* holds the default provider loaded */
+	void *provctx;
+	const OSSL_DISPATCH *dispatch;	/* a child's parent calls */
+	OSSL_FUNC_rand_newctx_fn *newctx;
+	OSSL_FUNC_rand_freectx_fn *freectx;
+	OSSL_FUNC_rand_instantiate_fn *instantiate;
+	OSSL_FUNC_rand_uninstantiate_fn *uninstantiate;
+	OSSL_FUNC_rand_generate_fn *generate;
+	OSSL_FUNC_rand_reseed_fn *reseed;
+	OSSL_FUNC_rand_enable_locking_fn *enable_locking;
+	OSSL_FUNC_rand_lock_fn *lock;
+	OSSL_FUNC_rand_unlock_fn *unlock;
+	OSSL_FUNC_rand_gettable_ctx_params_fn *gettable_ctx_params;
+	OSSL_FUNC_rand_settable_ctx_params_fn *settable_ctx_params;
+	OSSL_FUNC_rand_get_ctx_params_fn *get_ctx_params;
+	OSSL_FUNC_rand_set_ctx_params_fn *set_ctx_params;
+	OSSL_FUNC_rand_verify_zeroization_fn *verify_zeroization;
+};
+
+static int has_name(const char *names, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = names; (p = strstr(p, name)); p += n)
+		if ((p == names || p[-1] == ':') && (p[n] == '\0' || p[n] == ':'))
+			return 1;
+	return 0;
+}
+
+static void inner_take(struct inner *in, const OSSL_DISPATCH *f)
+{
+	switch (f->function_id) {
+	case OSSL_FUNC_RAND_NEWCTX:
+		in->newctx = OSSL_FUNC_rand_newctx(f);
+		break;
+	case OSSL_FUNC_RAND_FREECTX:
+		in->freectx = OSSL_FUNC_rand_freectx(f);
+		break;
+	case OSSL_FUNC_RAND_INSTANTIATE:
+		in->instantiate = OSSL_FUNC_rand_instantiate(f);
+		break;
+	case OSSL_FUNC_RAND_UNINSTANTIATE:
+		in->uninstantiate = OSSL_FUNC_rand_uninstantiate(f);
+		break;
+	case OSSL_FUNC_RAND_GENERATE:
+		in->generate = OSSL_FUNC_rand_generate(f);
+		break;
+	case OSSL_FUNC_RAND_RESEED:
+		in->reseed = OSSL_FUNC_rand_reseed(f);
+		break;
+	case OSSL_FUNC_RAND_ENABLE_LOCKING:
+		in->enable_locking = OSSL_FUNC_rand_enable_locking(f);
+		break;
+	case OSSL_FUNC_RAND_LOCK:
+		in->lock = OSSL_FUNC_rand_lock(f);
+		break;
+	case OSSL_FUNC_RAND_UNLOCK:
+		in->unlock = OSSL_FUNC_rand_unlock(f);
+		break;
+	case OSSL_FUNC_RAND_GETTABLE_CTX_PARAMS:
+		in->gettable_ctx_params = OSSL_FUNC_rand_gettable_ctx_params(f);
+		break;
+	case OSSL_FUNC_RAND_SETTABLE_CTX_PARAMS:
+		in->settable_ctx_params = OSSL_FUNC_rand_settable_ctx_params(f);
+		break;
+	case OSSL_FUNC_RAND_GET_CTX_PARAMS:
+		in->get_ctx_params = OSSL_FUNC_rand_get_ctx_params(f);
+		break;
+	case OSSL_FUNC_RAND_SET_CTX_PARAMS:
+		in->set_ctx_params = OSSL_FUNC_rand_set_ctx_params(f);
+		break;
+	case OSSL_FUNC_RAND_VERIFY_ZEROIZATION:
+		in->verify_zeroization = OSSL_FUNC_rand_verify_zeroization(f);
+		break;
+	}
+}
+
+/* Look the wrapped DRBG up in the application's default provider; 0 if it has none. */
+static int inner_load(struct inner *in, OSSL_LIB_CTX *libctx)
+{
+	const OSSL_ALGORITHM *algs, *a;
+	const OSSL_DISPATCH *f = NULL;
+	const OSSL_PROVIDER *p;
+	int no_cache = 0;
+
+	in->rand = EVP_RAND_fetch(libctx, EPOCH_DRBG_INNER, "provider=default");
+	p = in->rand ? EVP_RAND_get0_provider(in->rand) : NULL;
+	algs = p ? OSSL_PROVIDER_query_operation(p, OSSL_OP_RAND, &no_cache) : NULL;
+	for (a = algs; a && a->algorithm_names; a++)
+		if (has_name(a->algorithm_names, EPOCH_DRBG_INNER)) {
+			f = a->implementation;
+			break;
+		}
+	if (algs)
+		OSSL_PROVIDER_unquery_operation(p, OSSL_OP_RAND, algs);
+	for (in->dispatch = f; f && f->function_id; f++)
+		inner_take(in, f);
+	in->provctx = p ? OSSL_PROVIDER_get0_provider_ctx(p) : NULL;
+	/* what this file calls, and what a CTR-DRBG child asks of its parent */
+	return in->newctx && in->freectx && in->instantiate && in->uninstantiate &&
+	       in->generate && in->reseed && in->enable_locking && in->lock && in->unlock &&
+	       in->get_ctx_params && in->set_ctx_params && in->gettable_ctx_params &&
+	       in->settable_ctx_params && in->verify_zeroization;
+}
+
 /* --- the DRBG */
 
 struct provider {
 	const OSSL_CORE_HANDLE *handle;
 	OSSL_LIB_CTX *libctx;		/* a child of the application's: its providers */
+	pthread_mutex_t inner_lock;	/* loads inner once */
+	int inner_loaded;		/* 1 loaded, -1 failed */
+	struct inner inner;
 };
 
 static const OSSL_DISPATCH drbg_functions[];
 
 struct drbg {
-	struct provider *prov;
+	const struct inner *in;
 	struct drbg *up;		/* the parent, when an EPOCH-DRBG; held by the core */
-	EVP_RAND_CTX *inner;
-	CRYPTO_RWLOCK *lock;		/* once the core enables locking */
+	void *ictx;			/* the wrapped DRBG */
 	struct epoch seen;		/* the epoch read before the last seed */
 	size_t max_request;		/* the wrapped DRBG's, which does not change */
 };
+
+static const struct inner *provider_inner(struct provider *prov)
+{
+	pthread_mutex_lock(&prov->inner_lock);
+	if (!prov->inner_loaded)
+		prov->inner_loaded = inner_load(&prov->inner, prov->libctx) ? 1 : -1;
+	pthread_mutex_unlock(&prov->inner_lock);
+	return prov->inner_loaded > 0 ? &prov->inner : NULL;
+}
 
 static int drbg_seeded(struct drbg *d, struct epoch e)
 {
@@ -139,7 +267,6 @@ static int drbg_seeded(struct drbg *d, struct epoch e)
 
 static void *drbg_new(void *provctx, void *parent, const OSSL_DISPATCH *parent_calls)
 {
-	struct provider *prov = provctx;
 	OSSL_PARAM params[] = {
 		OSSL_PARAM_utf8_string(OSSL_DRBG_PARAM_CIPHER, (char *)EPOCH_DRBG_CIPHER,
 				       sizeof(EPOCH_DRBG_CIPHER) - 1),
@@ -151,23 +278,23 @@ static void *drbg_new(void *provctx, void *parent, const OSSL_DISPATCH *parent_c
 	};
 	/* The core hands a parent of this provider with this very dispatch table */
 	struct drbg *up = parent_calls == drbg_functions ? parent : NULL;
+	const struct inner *in = provider_inner(provctx);
 	struct drbg *d;
-	EVP_RAND *rand;
 
 	pthread_once(&epoch_once, epoch_map);
+	if (!in)
+		return NULL;
 	d = OPENSSL_zalloc(sizeof(*d));
 	if (!d)
 		return NULL;
-	d->prov = prov;
+	d->in = in;
 	d->up = up;
 	max_request[0].data = &d->max_request;
-	rand = EVP_RAND_fetch(prov->libctx, EPOCH_DRBG_INNER, "provider=default");
-	if (rand)
-		d->inner = EVP_RAND_CTX_new(rand, up ? up->inner : NULL);
-	EVP_RAND_free(rand);
-	if (!d->inner || !EVP_RAND_CTX_set_params(d->inner, params) ||
-	    !EVP_RAND_CTX_get_params(d->inner, max_request) || !d->max_request) {
-		EVP_RAND_CTX_free(d->inner);
+	d->ictx = in->newctx(in->provctx, up ? up->ictx : NULL, up ? in->dispatch : NULL);
+	if (!d->ictx || !in->set_ctx_params(d->ictx, params) ||
+	    !in->get_ctx_params(d->ictx, max_request) || !d->max_request) {
+		if (d->ictx)
+			in->freectx(d->ictx);
 		OPENSSL_free(d);
 		return NULL;
 	}
@@ -180,8 +307,7 @@ static void drbg_free(void *vctx)
 
 	if (!d)
 		return;
-	EVP_RAND_CTX_free(d->inner);
-	CRYPTO_THREAD_lock_free(d->lock);
+	d->in->freectx(d->ictx);
 	OPENSSL_free(d);
 }
 
@@ -191,7 +317,7 @@ static int drbg_instantiate(void *vctx, unsigned int strength, int pr,
 	struct drbg *d = vctx;
 	struct epoch e = epoch_read();	/* before the seed: a move during it shows next time */
 
-	return EVP_RAND_instantiate(d->inner, strength, pr, pstr, pstr_len, params) &&
+	return d->in->instantiate(d->ictx, strength, pr, pstr, pstr_len, params) &&
 	       drbg_seeded(d, e);
 }
 
@@ -199,7 +325,7 @@ static int drbg_uninstantiate(void *vctx)
 {
 	struct drbg *d = vctx;
 
-	return EVP_RAND_uninstantiate(d->inner);
+	return d->in->uninstantiate(d->ictx);
 }
 
 static int drbg_reseed(void *vctx, int pr, const unsigned char *ent, size_t ent_len,
@@ -208,7 +334,7 @@ static int drbg_reseed(void *vctx, int pr, const unsigned char *ent, size_t ent_
 	struct drbg *d = vctx;
 	struct epoch e = epoch_read();
 
-	return EVP_RAND_reseed(d->inner, pr, ent, ent_len, adin, adin_len) && drbg_seeded(d, e);
+	return d->in->reseed(d->ictx, pr, ent, ent_len, adin, adin_len) && drbg_seeded(d, e);
 }
 
 static int drbg_lock(void *vctx);
@@ -238,39 +364,44 @@ static int epoch_reseed(struct drbg *d, struct epoch e)
 	return ok && drbg_reseed(d, 0, NULL, 0, NULL, 0);
 }
 
+/* Called with the instance locked (when it locks), as EVP calls a DRBG. */
 static int drbg_generate(void *vctx, unsigned char *out, size_t outlen, unsigned int strength,
 			 int pr, const unsigned char *adin, size_t adin_len)
 {
 	struct drbg *d = vctx;
 	struct epoch e = epoch_read();
+	size_t n;
 
 	if (epoch_moved(d, e) && !epoch_reseed(d, e))
 		return 0;
-	return EVP_RAND_generate(d->inner, out, outlen, strength, pr, adin, adin_len);
+	/* EVP asks at most max_request; a seed for another provider's DRBG may ask more */
+	for (; outlen; outlen -= n, out += n, pr = 0) {
+		n = outlen < d->max_request ? outlen : d->max_request;
+		if (!d->in->generate(d->ictx, out, n, strength, pr, adin, adin_len))
+			return 0;
+	}
+	return 1;
 }
 
 static int drbg_enable_locking(void *vctx)
 {
 	struct drbg *d = vctx;
 
-	if (!d->lock)
-		d->lock = CRYPTO_THREAD_lock_new();
-	return d->lock && EVP_RAND_enable_locking(d->inner);
+	return d->in->enable_locking(d->ictx);
 }
 
 static int drbg_lock(void *vctx)
 {
 	struct drbg *d = vctx;
 
-	return !d->lock || CRYPTO_THREAD_write_lock(d->lock);
+	return d->in->lock(d->ictx);
 }
 
 static void drbg_unlock(void *vctx)
 {
 	struct drbg *d = vctx;
 
-	if (d->lock)
-		CRYPTO_THREAD_unlock(d->lock);
+	d->in->unlock(d->ictx);
 }
 
 /* The parameters are the wrapped DRBG's: state, strength, max_request, reseed counts. */
@@ -286,7 +417,7 @@ static const OSSL_PARAM *drbg_gettable_ctx_params(void *vctx, void *provctx)
 	struct drbg *d = vctx;
 
 	(void)provctx;
-	return d ? EVP_RAND_CTX_gettable_params(d->inner) : drbg_gettable_default;
+	return d ? d->in->gettable_ctx_params(d->ictx, d->in->provctx) : drbg_gettable_default;
 }
 
 static int drbg_get_ctx_params(void *vctx, OSSL_PARAM params[])
@@ -296,12 +427,12 @@ static int drbg_get_ctx_params(void *vctx, OSSL_PARAM params[])
 	/*
 	 * EVP_RAND_generate() asks for max_request alone before every generate: answered
 	 * here, that costs no walk of the wrapped DRBG's parameters (a third of the time of
-	 * a 16-byte RAND_bytes under emulation).
+	 * a 16-byte RAND_bytes under emulation).  The core holds the instance's lock.
 	 */
 	if (params[0].key && !strcmp(params[0].key, OSSL_RAND_PARAM_MAX_REQUEST) &&
 	    !params[1].key)
 		return OSSL_PARAM_set_size_t(&params[0], d->max_request);
-	return EVP_RAND_CTX_get_params(d->inner, params);
+	return d->in->get_ctx_params(d->ictx, params);
 }
 
 static const OSSL_PARAM *drbg_settable_ctx_params(void *vctx, void *provctx)
@@ -310,21 +441,21 @@ static const OSSL_PARAM *drbg_settable_ctx_params(void *vctx, void *provctx)
 	struct drbg *d = vctx;
 
 	(void)provctx;
-	return d ? EVP_RAND_CTX_settable_params(d->inner) : none;
+	return d ? d->in->settable_ctx_params(d->ictx, d->in->provctx) : none;
 }
 
 static int drbg_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
 	struct drbg *d = vctx;
 
-	return EVP_RAND_CTX_set_params(d->inner, params);
+	return d->in->set_ctx_params(d->ictx, params);
 }
 
 static int drbg_verify_zeroization(void *vctx)
 {
 	struct drbg *d = vctx;
 
-	return EVP_RAND_verify_zeroization(d->inner);
+	return d->in->verify_zeroization(d->ictx);
 }
 
 /* As the parent of another DRBG: seed material from this one's output. */
@@ -426,6 +557,8 @@ static void provider_teardown(void *provctx)
 {
 	struct provider *prov = provctx;
 
+	EVP_RAND_free(prov->inner.rand);
+	pthread_mutex_destroy(&prov->inner_lock);
 	OSSL_LIB_CTX_free(prov->libctx);
 	OPENSSL_free(prov);
 }
@@ -446,6 +579,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
 	if (!prov)
 		return 0;
 	prov->handle = handle;
+	pthread_mutex_init(&prov->inner_lock, NULL);
 	prov->libctx = OSSL_LIB_CTX_new_child(handle, in);
 	if (!prov->libctx) {
 		OPENSSL_free(prov);
