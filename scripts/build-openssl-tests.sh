@@ -13,7 +13,10 @@
 #   program there uses, with the image's /etc/ssl/openssl.cnf (EPOCH-DRBG).
 #   OUT-DIR gets the programs, evprand.txt (the EVP_RAND known-answer tests) and
 #   'version' (the source's version and the image's).  Nothing of OpenSSL is built but
-#   its test programs: libcrypto is Debian's.
+#   its test programs: libcrypto is Debian's.  The result is kept under
+#   RESEED_BUILD_CACHE's parent (~/.cache/reseed-lab/openssl-tests), keyed by the image's
+#   libcrypto and this script: a fresh clone copies it.  RESEED_BUILD_CACHE= (empty)
+#   turns it off.
 case "${1:-}" in -h | --help)
 	awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 esac
@@ -31,6 +34,25 @@ image_version=$(awk '$1 ~ /^libssl3(t64)?$/ { print $2; exit }' "$manifest")
 work=$out.tmp
 rm -rf "$work"
 mkdir -p "$work/src" "$work/lib"
+
+# The image's libcrypto, to link against (its own libc is the guest's: not checked here)
+tar -xf "$rootfs/rootfs.tar" -C "$work/lib" --wildcards --no-anchored \
+	'x86_64-linux-gnu/libcrypto.so.3'
+crypto=$(find "$work/lib" -name libcrypto.so.3 | head -1)
+[ -n "$crypto" ] || { echo "build-openssl-tests: no libcrypto.so.3 in the image" >&2; exit 1; }
+
+if [ -n "${RESEED_BUILD_CACHE-x}" ]; then
+	base=${RESEED_BUILD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reseed-lab/kernel}
+	key=$(cat "$(readlink -f "$crypto")" "$0" | sha256sum | cut -c1-16)
+	cached=$(dirname "$base")/openssl-tests/$key
+	if [ -f "$cached/version" ]; then
+		rm -rf "$out" "$work"
+		cp -a "$cached" "$out"
+		touch "$out/version"	# newer than the image it was made for, for make
+		echo "build-openssl-tests: from the cache ($cached): $(cat "$out/version")"
+		exit 0
+	fi
+fi
 
 # The image's version first; the archive keeps only the newest of each suite, and a
 # security update's source may not be served where its binaries are.
@@ -66,11 +88,6 @@ confargs=$(awk '/^CONFARGS *=/ { on = 1; sub(/^CONFARGS *= */, "") }
 	exit 1
 }
 
-# The image's libcrypto, to link against (its own libc is the guest's: not checked here)
-tar -xf "$rootfs/rootfs.tar" -C "$work/lib" --wildcards --no-anchored \
-	'x86_64-linux-gnu/libcrypto.so.3'
-crypto=$(find "$work/lib" -name libcrypto.so.3 | head -1)
-[ -n "$crypto" ] || { echo "build-openssl-tests: no libcrypto.so.3 in the image" >&2; exit 1; }
 ln -sf "$(basename "$crypto")" "$(dirname "$crypto")/libcrypto.so"
 
 # libtestutil's sources, as test/build.info lists them
@@ -113,4 +130,9 @@ echo "openssl-source $source_version image $image_version" >"$work/version"
 rm -rf "$work/src" "$work/lib" "$work/obj" "$work/configure.log" "$work/libtestutil.a"
 rm -rf "$out"
 mv "$work" "$out"
+if [ -n "${cached:-}" ]; then
+	mkdir -p "$(dirname "$cached")"
+	rm -rf "$cached.tmp" && cp -a "$out" "$cached.tmp" && mv -T "$cached.tmp" "$cached" ||
+		true
+fi
 echo "build-openssl-tests: OpenSSL $source_version's tests for the image's $image_version in $out"

@@ -58,6 +58,7 @@ STALL_GRACE = 10.0      # seconds a consumer that drew nothing in the run is wai
 # userspace/guest/hooks/50-reseed-us-console, run by reseed-notify when the epoch moved
 HOOK = re.compile(r"# reseed-notify: hook ran epoch=(0x[0-9a-f]+)")
 HOOKS_DONE = r"reseed-notify: hooks done in"       # its log line (the journal, forwarded)
+HOOK_WAIT = 30                                      # s after resume, where it is due
 TLS_STARTED = r"Started reseed-us-tls.service"      # systemd's, forwarded too
 # us_ring.h
 US_MAGIC = 0x2173676e69727375
@@ -254,7 +255,12 @@ def measure(mechanism, clones, run_s, boot_timeout, last=None):
             c.g.qmp("cont")
             t0 = time.monotonic()
             hook = None
-            while time.monotonic() < t0 + run_s:
+            # Where the epoch moves (the leak queues, VMClock's counter) the hook is due:
+            # wait for it past the run, as long as HOOK_WAIT (a loaded host delays it:
+            # 1.15 s and more with another row's tests beside it, where 2 s was the run)
+            due = mechanism in ("leak", "vmclock")
+            while time.monotonic() < t0 + run_s or \
+                    (due and hook is None and time.monotonic() < t0 + HOOK_WAIT):
                 if hook is None and HOOK.search(c.g.read_console(), mark):
                     hook = time.monotonic() - t0
                 time.sleep(0.02)
@@ -561,7 +567,8 @@ def main():
         results[mech]["reseed_notify_s"] = [None if h is None else round(h, 3)
                                             for h in r["hooks"]]
         what = (f"{mech}: reseed-notify's hook ran in {len(ran)} of {args.clones} clones "
-                f"within {args.run:g} s of resume" +
+                f"within {HOOK_WAIT if mech in ('leak', 'vmclock') else args.run:g} s of "
+                "resume" +
                 (f" ({min(ran):.2f}-{max(ran):.2f} s, host clock)" if ran else ""))
         if mech == "leak":
             tap.append((len(ran) == args.clones, what + ": the epoch moved, poll() woke it"))
