@@ -353,25 +353,18 @@ check: ## build and test every row (ROW=...: one; SUITES=a,b: only those); ends 
 			"$(BUILD)/rootfs.log"; \
 		(for r in $(CHECK_ROWS); do nice -n 19 $(MAKE) --no-print-directory rootfs ROW=$$r; \
 			done) >$(BUILD)/rootfs.log 2>&1 & }
-	@failed=; bg=; set -- $(CHECK_ROWS); first=$$1; shift; \
-	$(MAKE) --no-print-directory qemu kernel guest ROW=$$first || true; \
-	if [ $$# -gt 0 ]; then \
-		echo "check: row(s) $$* (nice 10), each built and then tested beside the tests" \
-			"of row $$first: $(RESULTS_ALL)/rows.log"; \
-		(for r in "$$@"; do \
-			echo "==> check-row[$$r] (nice 10, beside row $$first)"; \
-			nice -n 10 $(MAKE) -j2 --no-print-directory qemu kernel guest ROW=$$r \
-				>$(BUILD)/prebuild-$$r.log 2>&1; \
-			nice -n 10 $(MAKE) --no-print-directory check-row ROW=$$r || \
-				echo " $$r" >>$(RESULTS_ALL)/rows-failed; \
-		done) >$(RESULTS_ALL)/rows.log 2>&1 & bg=$$!; \
-	fi; \
-	$(MAKE) --no-print-directory check-row ROW=$$first || failed="$$failed $$first"; \
-	if [ -n "$$bg" ]; then \
-		wait $$bg || true; \
-		cat $(RESULTS_ALL)/rows.log; \
-		failed="$$failed$$(cat $(RESULTS_ALL)/rows-failed 2>/dev/null)"; \
-	fi; \
+	@failed=; bg=; set -- $(CHECK_ROWS); \
+	while [ $$# -gt 0 ]; do \
+		r=$$1; shift; \
+		if [ -n "$$bg" ]; then wait $$bg || true; bg=; fi; \
+		if [ $$# -gt 0 ] && $(MAKE) --no-print-directory qemu kernel guest ROW=$$r; then \
+			echo "check: building row $$1 (nice 10) beside the tests of row $$r:" \
+				"$(BUILD)/prebuild-$$1.log"; \
+			nice -n 10 $(MAKE) -j2 --no-print-directory qemu kernel guest ROW=$$1 \
+				>$(BUILD)/prebuild-$$1.log 2>&1 & bg=$$!; \
+		fi; \
+		$(MAKE) --no-print-directory check-row ROW=$$r || failed="$$failed $$r"; \
+	done; \
 	for r in $(CHECK_ROWS); do \
 		pid=$$(cat $(RESULTS_ALL)/$$r/series.pid 2>/dev/null) && \
 			while kill -0 $$pid 2>/dev/null; do sleep 2; done; \
@@ -455,8 +448,7 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 	-@$(call skip,migrate-unpatched) || $(STAGE) check-migrate-unpatched[$(R)] scripts/check-migrate-unpatched.py \
 		$(RESULTS)/migrate-unpatched.tap
 	-@$(call skip,scenario) || $(STAGE) check-scenarios[$(R)] snapshot-scenarios/run.py --tap $(RESULTS)/scenario.tap
-	-@$(call skip,userspace) || { flock $(BUILD)/image.lock $(MAKE) --no-print-directory \
-		image ROW=$(R) || \
+	-@$(call skip,userspace) || { $(MAKE) --no-print-directory image ROW=$(R) || \
 		printf '1..1\nnot ok 1 - the Debian guest image of row $(R) did not build\n' \
 		>$(RESULTS)/userspace.tap; }
 	-@$(call skip,userspace) || [ -f $(RESULTS)/userspace.tap ] || $(STAGE) check-userspace[$(R)] \
