@@ -59,6 +59,8 @@ STALL_GRACE = 10.0      # seconds a consumer that drew nothing in the run is wai
 HOOK = re.compile(r"# reseed-notify: hook ran epoch=(0x[0-9a-f]+)")
 HOOKS_DONE = r"reseed-notify: hooks done in"       # its log line (the journal, forwarded)
 HOOK_WAIT = 30                                      # s after resume, where it is due
+# the mechanisms that move the RNG epoch, where reseed-notify's hook is due
+EPOCH_MECHANISMS = ("leak", "vmclock")
 TLS_STARTED = r"Started reseed-us-tls.service"      # systemd's, forwarded too
 # us_ring.h
 US_MAGIC = 0x2173676e69727375
@@ -258,7 +260,7 @@ def measure(mechanism, clones, run_s, boot_timeout, last=None):
             # Where the epoch moves (the leak queues, VMClock's counter) the hook is due:
             # wait for it past the run, as long as HOOK_WAIT (a loaded host delays it:
             # 1.15 s and more with another row's tests beside it, where 2 s was the run)
-            due = mechanism in ("leak", "vmclock")
+            due = mechanism in EPOCH_MECHANISMS
             while time.monotonic() < t0 + run_s or \
                     (due and hook is None and time.monotonic() < t0 + HOOK_WAIT):
                 if hook is None and HOOK.search(c.g.read_console(), mark):
@@ -406,9 +408,14 @@ def openssl_checks(g):
     version = re.search(r"openssl-source (\S+) image (\S+)", text)
     source = (f"OpenSSL {version.group(1)}'s tests on libssl3 {version.group(2)}"
               if version else "OpenSSL's tests")
+    def ossl(conf, prog, test, args):
+        """ossl-test with configuration conf: prog's test (or -list), its arguments."""
+        move = " --move" if conf == "epoch" else ""
+        return run_in_guest(g, f"{OSSL_RUN} {conf}{move} {prog} {test}"
+                            + args.format(conf=OSSL_CONF[conf]))
+
     for prog, args in OSSL_PROGRAMS:
-        text, status = run_in_guest(g, f"{OSSL_RUN} debian {prog} -list"
-                                       + args.format(conf=OSSL_CONF["debian"]))
+        text, status = ossl("debian", prog, "-list", args)
         names = re.findall(r"^\d+ - (\w+)", text, re.M)
         if status != 0 or not names:
             tap.append((False, f"{source}: {prog} -list gave no tests (status {status})"))
@@ -418,13 +425,11 @@ def openssl_checks(g):
             if (prog, name) in OSSL_NOT_RUN:
                 tap.append((None, f"{what} # SKIP {OSSL_NOT_RUN[prog, name]}"))
                 continue
-            text, status = run_in_guest(g, f"{OSSL_RUN} epoch --move {prog} -test {name}"
-                                           + args.format(conf=OSSL_CONF["epoch"]))
+            text, status = ossl("epoch", prog, f"-test {name}", args)
             if status == 0 and re.search(rf"^ok \d+ - {name}\b", text, re.M):
                 tap.append((True, what))
                 continue
-            ref, ref_status = run_in_guest(g, f"{OSSL_RUN} hash {prog} -test {name}"
-                                           + args.format(conf=OSSL_CONF["hash"]))
+            _, ref_status = ossl("hash", prog, f"-test {name}", args)
             if ref_status != 0:
                 tap.append((None, f"{what} # SKIP it fails with OpenSSL's own HASH-DRBG "
                                   f"configured too (status {ref_status}): it assumes that no "
@@ -567,7 +572,7 @@ def main():
         results[mech]["reseed_notify_s"] = [None if h is None else round(h, 3)
                                             for h in r["hooks"]]
         what = (f"{mech}: reseed-notify's hook ran in {len(ran)} of {args.clones} clones "
-                f"within {HOOK_WAIT if mech in ('leak', 'vmclock') else args.run:g} s of "
+                f"within {HOOK_WAIT if mech in EPOCH_MECHANISMS else args.run:g} s of "
                 "resume" +
                 (f" ({min(ran):.2f}-{max(ran):.2f} s, host clock)" if ran else ""))
         if mech == "leak":
