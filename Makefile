@@ -227,7 +227,7 @@ DEBIAN_SUITE := $(DEBIAN_SUITE_$(R))
 ROOTFS       := $(BUILD)/rootfs-$(DEBIAN_SUITE)/rootfs.tar
 US_BIN       := $(BUILD)/userspace/bin
 US_PROGS     := us_agent rand_openssl rand_getrandom rand_arc4random rand_gnutls \
-	rand_sodium tls_client tls_tickets epoch_drbg_test rand_go rand_rust
+	rand_sodium tls_client tls_tickets epoch_drbg_test rand_go rand_rust RandJava.class
 US_LIBS_rand_openssl := -lcrypto
 US_LIBS_rand_gnutls  := -lgnutls
 US_LIBS_rand_sodium  := -lsodium
@@ -256,6 +256,12 @@ $(US_BIN)/rand_go: $(wildcard userspace/guest/rand_go/*.go) userspace/guest/rand
 	@mkdir -p $(@D)
 	cd userspace/guest/rand_go && GOTOOLCHAIN=local GOPROXY=off CGO_ENABLED=0 \
 		$(GO) build -trimpath -buildvcs=false -o $(abspath $@) .
+
+# The Java consumer: bytecode for Java 17 on, so one class serves Debian 12's OpenJDK 17
+# and Debian 13's 21 (the images' own JVMs run it)
+$(US_BIN)/RandJava.class: userspace/guest/RandJava.java | $(STAMP)/deps
+	@mkdir -p $(@D)
+	javac --release 17 -Xlint:all -Werror -d $(@D) $<
 
 # The Rust consumer: Debian's cargo and rustc (not a rustup one on PATH), Debian's
 # packaged crates (userspace/guest/rand_rust/.cargo/config.toml), offline

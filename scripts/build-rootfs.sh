@@ -37,7 +37,7 @@ masked="apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all
 
 # The key: what decides the tar.  RECIPE names the mmdebstrap command's form below: change
 # it with the command (comments and the caching around it do not re-key).
-recipe=1
+recipe=2
 key=$(echo "$recipe $suite $mirror $security $packages $masked" | md5sum | cut -c1-32)
 cache=${RESEED_BUILD_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/reseed-lab}/rootfs
 mkdir -p "$out"
@@ -55,12 +55,15 @@ fi
 
 tmp=$(mktemp -d "$out/.new.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-# Documentation and locales are not measured; leaving them out halves the tar.
+# Documentation and locales are not measured; leaving them out halves the tar.  OpenJDK's
+# postinst registers its manual pages with update-alternatives, which fails where
+# /usr/share/man/man1 does not exist: the folder stays, empty.
 mmdebstrap --variant=minbase --mode=root --include="$packages" \
 	--dpkgopt='path-exclude=/usr/share/man/*' \
 	--dpkgopt='path-exclude=/usr/share/locale/*' \
 	--dpkgopt='path-exclude=/usr/share/doc/*' \
 	--dpkgopt='path-include=/usr/share/doc/*/copyright' \
+	--essential-hook='mkdir -p "$1/usr/share/man/man1"' \
 	--customize-hook="systemctl --root=\"\$1\" mask $(echo $masked)" \
 	--customize-hook='echo reseed-guest >"$1/etc/hostname"' \
 	--customize-hook="dpkg-query --admindir=\"\$1/var/lib/dpkg\" -W \

@@ -33,6 +33,8 @@ packages=(
 	# bookworm-backports (versions.mk's GO_PACKAGE); its Rust consumer: Debian's rustc,
 	# cargo and packaged crates (built offline)
 	golang-1.23-go rustc cargo librust-rand-dev librust-libc-dev
+	# its Java consumer, compiled here for Java 17 (the images run it on their own JVMs)
+	openjdk-17-jdk-headless
 	# the fuzz targets (scripts/fuzz.sh): QEMU's libFuzzer build needs clang and its
 	# runtime; the seed corpus generator uses python3-cryptography
 	clang libclang-rt-14-dev llvm python3-cryptography
