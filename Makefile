@@ -91,8 +91,8 @@ STAGE := scripts/stage.sh
 DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 
 .DEFAULT_GOAL := all
-.PHONY: all help suites deps sources uapi image rootfs userspace epoch-drbg reseed-notify build-each-patch check-series check-help spec-check spec-map qemu kernel guest certs check check-row demo bench libvirt audit \
-	check-asan check-asan-row fuzz fuzz-build fuzz-coverage \
+.PHONY: all help suites deps sources uapi image rootfs cloud-image userspace epoch-drbg reseed-notify build-each-patch check-series check-help spec-check spec-map qemu kernel guest certs check check-row demo bench libvirt audit \
+	check-asan check-asan-row fuzz fuzz-build fuzz-coverage audit-image audit-kernel \
 	guest-test scenarios export-patches clean distclean FORCE
 
 all: qemu kernel guest $(SNP_CERTS) ## build the row (default: the newest), run the demo and the audit of our kernel
@@ -109,6 +109,7 @@ help: ## list the targets
 	@echo "  ROW=6.12|6.1     the row of base trees (versions.mk)"
 	@echo "  SUITES=a,b       make check: only these suites (make suites lists them)"
 	@echo "  KERNEL= MODULES= OUT= CLONES=   make audit (KERNEL= also for scenarios, libvirt)"
+	@echo "  IMAGE= OUT= CLONES=             make audit of a disk image (raw or qcow2)"
 	@echo "  ONLY=            scenarios: numbers; userspace: mechanisms; libvirt: parts"
 	@echo "  T=NAME           make guest-test: the test"
 	@echo "  KASAN=1          the guest kernel with KASAN, in its own build directory"
@@ -242,6 +243,17 @@ OSSL_TESTS   := $(BUILD)/openssl-tests-$(DEBIAN_SUITE)
 image: $(DISK) ## build the row's Debian guest image (systemd, the user-space suite)
 rootfs: $(ROOTFS)
 
+# A Debian image with a cloud image's layout and Debian's own kernel, nothing of ours:
+# what the image audit (make audit IMAGE=) is tested on.  Raw and sparse: built without
+# QEMU, beside the compiles; the test converts it to qcow2 (scripts/check-report.py).
+CLOUD_IMAGE := $(BUILD)/cloud-image-$(DEBIAN_SUITE)/disk.raw
+cloud-image: $(CLOUD_IMAGE) ## a Debian image with Debian's kernel (GPT, /boot), the image audit's test
+$(CLOUD_IMAGE): userspace/debian/$(DEBIAN_SUITE).packages scripts/build-cloud-image.sh | $(STAMP)/deps
+	@$(STAGE) cloud-image[$(DEBIAN_SUITE)] scripts/build-cloud-image.sh $(DEBIAN_SUITE) $@
+# The programs the image audit brings into the image (scripts/audit-image.py)
+AUDIT_IMAGE_PROGS := $(addprefix $(US_BIN)/,us_agent rand_openssl rand_getrandom \
+	rand_arc4random rand_gnutls rand_sodium tls_client rand_go rand_rust RandJava.class)
+
 $(ROOTFS): userspace/debian/$(DEBIAN_SUITE).packages scripts/build-rootfs.sh | $(STAMP)/deps
 	@$(STAGE) rootfs[$(DEBIAN_SUITE)] scripts/build-rootfs.sh $(DEBIAN_SUITE) $(@D)
 
@@ -355,10 +367,12 @@ $(ONE_SUITE):
 check: ## build and test every row (ROW=...: one; SUITES=a,b: only those); ends with 'N passed, N failed'
 	@rm -rf $(RESULTS_ALL) && mkdir -p $(RESULTS_ALL)
 	@$(if $(DRY_RUN),:,$(call skip,userspace)) || { $(MAKE) --no-print-directory deps && \
-		echo "check: the Debian root file systems (nice 19) beside the builds:" \
+		echo "check: the Debian root file systems and the image audit's test image" \
+			"(nice 19) beside the builds:" \
 			"$(BUILD)/rootfs.log"; \
 		(for r in $(CHECK_ROWS); do nice -n 19 $(MAKE) --no-print-directory rootfs ROW=$$r; \
-			done) >$(BUILD)/rootfs.log 2>&1 & }
+			done; $(call skip,report) || nice -n 19 $(MAKE) --no-print-directory \
+			cloud-image ROW=$(DEFAULT_ROW)) >$(BUILD)/rootfs.log 2>&1 & }
 	@failed=; bg=; set -- $(CHECK_ROWS); \
 	while [ $$# -gt 0 ]; do \
 		r=$$1; shift; \
@@ -470,8 +484,12 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 		--json $(RESULTS)/libvirt.json,printf '1..1\nok 1 - libvirt scenarios # SKIP %s\n' \
 		"newest row only in make check (the cold budget): make libvirt ROW=$(R)" \
 		>$(RESULTS)/libvirt.tap)
+	-@$(call skip,report) || $(if $(filter $(R),$(DEFAULT_ROW)),$(MAKE) --no-print-directory \
+		cloud-image $(AUDIT_IMAGE_PROGS) ROW=$(R),:)
 	-@$(call skip,report) || $(if $(filter $(R),$(DEFAULT_ROW)),$(STAGE) check-report[$(R)] scripts/check-report.py \
-		--tap $(RESULTS)/report.tap --clones 2 $(RESULTS)/report \
+		--tap $(RESULTS)/report.tap --clones 2 --image $(CLOUD_IMAGE)='!safe' \
+		--qemu-img $(QEMU_OBJ)/qemu-img $$(test -f $(RESULTS)/userspace.json && \
+		echo --userspace $(RESULTS)/userspace.json) $(RESULTS)/report \
 		$(abspath $(BZIMAGE))=safe $(UPSTREAM_VMLINUZ)='!safe',printf \
 		'1..1\nok 1 - the audit and its report # SKIP %s\n' \
 		"newest row only in make check (the cold budget): make audit ROW=$(R) KERNEL=..." \
@@ -521,10 +539,29 @@ scenarios: qemu kernel guest $(UPSTREAM_VMLINUZ) ## run the snapshot scenarios: 
 
 # The arguments are checked before anything is built.  scripts/audit.py exits 0 clone-safe,
 # 1 racy, 2 unsafe, 3 no verdict; make itself exits 0 only for clone-safe.
-audit: ## is a guest kernel clone-safe? make audit KERNEL=/boot/vmlinuz-V [MODULES=/lib/modules/V] [CLONES=4] [OUT=DIR]
-	@test -n "$(KERNEL)" || { echo "usage: make audit KERNEL=BZIMAGE [MODULES=DIR] [CLONES=N]" \
-		"[OUT=DIR] [ROW=...]: measures the kernel's clone safety, writes a report to OUT" \
-		"(default build/audit/NAME-VERSION)" >&2; exit 2; }
+audit: ## is a guest kernel (or a disk image) clone-safe? make audit KERNEL=/boot/vmlinuz-V [MODULES=/lib/modules/V] | IMAGE=disk.qcow2 [CLONES=N] [OUT=DIR]
+	@test -n "$(KERNEL)$(IMAGE)" || { echo "usage: make audit KERNEL=BZIMAGE [MODULES=DIR]" \
+		"[CLONES=N] [OUT=DIR] [ROW=...]: measures the kernel's clone safety, writes a" \
+		"report to OUT (default build/audit/NAME-VERSION); or make audit IMAGE=DISK" \
+		"[CLONES=N] [OUT=DIR]: a raw or qcow2 disk image, its own kernel and libraries" \
+		"(default OUT build/audit/image-NAME)" >&2; exit 2; }
+	@test -z "$(KERNEL)" || test -z "$(IMAGE)" || { echo "audit: KERNEL= or IMAGE=, not" \
+		"both (an image is audited with its own kernel)" >&2; exit 2; }
+	@test -z "$(IMAGE)" || test -f "$(IMAGE)" || { echo "audit: no such image:" \
+		"IMAGE=$(IMAGE)" >&2; exit 2; }
+	@test -z "$(IMAGE)" || test -z "$(MODULES)" || { echo "audit: MODULES= goes with" \
+		"KERNEL=; an image's modules are its own" >&2; exit 2; }
+	@case "$(CLONES)" in ""|[2-9]|[1-9][0-9]) ;; *) echo "audit: CLONES=$(CLONES):" \
+		"a number of clones from 2 to 99" >&2; exit 2 ;; esac
+	@test -z "$(IMAGE)" || $(MAKE) --no-print-directory audit-image
+	@test -n "$(IMAGE)" || $(MAKE) --no-print-directory audit-kernel
+
+audit-image: $(AUDIT_IMAGE_PROGS)
+	@$(MAKE) --no-print-directory qemu guest ROW=$(R)
+	scripts/audit-image.py --image $(IMAGE) $(if $(CLONES),--clones $(CLONES)) \
+		$(if $(OUT),--out $(OUT))
+
+audit-kernel:
 	@test -f "$(KERNEL)" || { echo "audit: no such kernel: KERNEL=$(KERNEL)" >&2; exit 2; }
 	@test -z "$(MODULES)" || test -d "$(MODULES)" || \
 		{ echo "audit: no such modules directory: MODULES=$(MODULES)" >&2; exit 2; }

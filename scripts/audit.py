@@ -125,6 +125,9 @@ def main():
     p.add_argument("--clones", type=int, default=4, help="clones per mechanism (4)")
     p.add_argument("--row", default=os.environ.get("RESEED_ROW"),
                    help="which row's QEMU and initramfs (default: the newest)")
+    p.add_argument("--userspace", action="append", default=[], metavar="JSON",
+                   help="add the user-space suite's figures (userspace.py --json) to the "
+                   "report: a chart per library and the table (repeatable)")
     a = p.parse_args()
     if a.clones < 2:
         p.error("--clones must be at least 2")
@@ -133,6 +136,14 @@ def main():
         p.error(f"no such kernel: {a.kernel}")
     if a.modules and not os.path.isdir(a.modules):
         p.error(f"no such modules directory: {a.modules}")
+    userspace = []
+    for path in a.userspace:
+        try:
+            with open(path) as f:
+                userspace.append(json.load(f))
+            userspace[-1]["mechanisms"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            p.error(f"--userspace {path}: not the user-space suite's figures ({e})")
     version = kernel_version(kernel)
     out = os.path.abspath(a.out or default_out(kernel, version))
     os.makedirs(out, exist_ok=True)
@@ -147,8 +158,9 @@ def main():
                                               "given (built-in drivers only)") +
              (f"; not modules there: {' '.join(absent)} (built in, or not in this kernel)"
               if absent else ""))
-    # vmharness takes the row's paths and the initramfs from the environment at import
-    os.environ.update(RESEED_ROW=row, RESEED_INITRD=initrd)
+    # vmharness takes the row's paths, the initramfs and the kernel (the accelerator
+    # probe boots it: no kernel of ours needed) from the environment at import
+    os.environ.update(RESEED_ROW=row, RESEED_INITRD=initrd, RESEED_KERNEL=kernel)
     sys.path.insert(0, os.path.join(TOP, "snapshot-scenarios"))
     import scenario_lib as lib
     vm = lib.vm
@@ -238,13 +250,18 @@ def main():
         "qemu": {"version": vm.QEMU_VERSION, "path": vm.QEMU, "accel": vm.choose_accel()},
         "row": row, "clones": a.clones, "sampled": DUMP,
         "mechanisms": results, "atomicity": atomic,
+        "userspace": [{"row": u["row"], "date": u.get("date"), "commit": u.get("commit"),
+                       "clones": u["clones"],
+                       "consumers": {m: {n: {k: c[k] for k in ("shared", "after_resume")}
+                                         for n, c in u["mechanisms"][m]["consumers"].items()}
+                                     for m in u["mechanisms"]}} for u in userspace],
         "seconds": round(time.monotonic() - t_start, 1),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
     with open(os.path.join(out, "report.json"), "w") as f:
         json.dump(report, f, indent=1)
     chart(report, os.path.join(out, "chart.svg"))
-    write_html(report, out)
+    write_html(report, out, userspace_section(userspace, out) if userspace else "")
     progress(8, steps, f"report: {os.path.join(out, 'index.html')} "
              f"({report['seconds']:.0f} s)")
     print(f"verdict: {verdict}")
@@ -284,6 +301,99 @@ def chart(report, path):
     plt.close(fig)
 
 
+MECH_COLOURS = {"none": "#8c8c8c", "vmgenid": "#e08a1e", "vmclock": "#6a3d9a",
+                "leak": "#1f5fa8"}
+
+
+def library_chart(consumers, mechs, path, title, off=()):
+    """One small chart per library (consumer): per mechanism, the share of its outputs
+    after resume that another clone drew too.  consumers: {name: {mech: {'shared': n,
+    'after_resume': n} or None}}; mechs: [(key, name)] in order; off: the mechanisms
+    QEMU offered that the guest did not take up (hatched, 'not in play')."""
+    import matplotlib
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "reseed-lab"
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    import matplotlib.pyplot as plt
+    names = list(consumers)
+    cols = 4
+    rows = max(1, (len(names) + cols - 1) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(10, 1.9 * rows + 0.5), squeeze=False,
+                             sharey=True)
+    for i, ax in enumerate(axes.flat):
+        if i >= len(names):
+            ax.set_visible(False)
+            continue
+        name = names[i]
+        xs, ys, labels, colours = [], [], [], []
+        for j, (key, _) in enumerate(mechs):
+            c = consumers[name].get(key)
+            if not c or not c.get("after_resume"):
+                continue
+            xs.append(j)
+            ys.append(100.0 * c["shared"] / c["after_resume"])
+            labels.append(f"{100.0 * c['shared'] / c['after_resume']:.0f}%")
+            colours.append(MECH_COLOURS.get(key, "#444444"))
+        bars = ax.bar(xs, ys, 0.7, color=colours)
+        for x, bar in zip(xs, bars):
+            if mechs[x][0] in off:
+                bar.set_hatch("//")
+                bar.set_alpha(0.5)
+        ax.bar_label(bars, labels, fontsize=7)
+        ax.set_xticks(range(len(mechs)), [k + ("*" if k in off else "") for k, _ in mechs],
+                      fontsize=7)
+        ax.set_ylim(0, 118)
+        ax.set_title(name, fontsize=8)
+        ax.spines[["top", "right"]].set_visible(False)
+        if i % cols == 0:
+            ax.set_ylabel("% shared", fontsize=7)
+        ax.tick_params(axis="y", labelsize=7)
+    fig.suptitle(title + ("\n* offered, not in play in the guest (hatched)" if off else ""),
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, format="svg")
+    plt.close(fig)
+
+
+def userspace_section(results, out):
+    """The user-space suite's figures (snapshot-scenarios/userspace.py --json): a chart per
+    library and the table, as HTML; the chart written to out/libraries-ROW.svg."""
+    e = html.escape
+    parts = []
+    for r in results:
+        mechs = [(m, m) for m in r["mechanisms"]]
+        consumers = {}
+        for m in r["mechanisms"]:
+            for name, c in r["mechanisms"][m]["consumers"].items():
+                consumers.setdefault(name, {})[m] = c
+        svg_path = os.path.join(out, f"libraries-{r['row']}.svg")
+        library_chart(consumers, mechs, svg_path,
+                      f"row {r['row']}: {r['clones']} clones per mechanism, outputs "
+                      "after resume that another clone drew too")
+        with open(svg_path) as f:
+            svg = f.read()
+        svg = svg[svg.index("<svg"):]
+        libraries = r.get("libraries", {})
+        rows = []
+        for name, per in consumers.items():
+            lib = libraries.get(name, "")
+            cells = "".join(f"<td>{per[m]['shared']:,} / {per[m]['after_resume']:,}</td>"
+                            if m in per else "<td>-</td>" for m, _ in mechs)
+            rows.append(f"<tr><td>{e(name)}</td><td>{e(lib)}</td>{cells}</tr>")
+        play = "; ".join(f"{m}: {r['mechanisms'][m]['in_play']}" for m, _ in mechs)
+        parts.append(f"""<h3>Row {e(r['row'])} ({e(r.get('date', '?'))}, {e(r.get('commit', '?'))})</h3>
+{svg}
+<table><tr><th>consumer</th><th>library</th>{''.join(f'<th>{e(m)}</th>' for m, _ in mechs)}</tr>
+{''.join(rows)}
+</table>
+<p class="note">In play: {e(play)}.</p>""")
+    return ("<h2 id=\"userspace\">User space: what clones share, per library</h2>\n"
+            "<p class=\"note\">The user-space clone suite (snapshot-scenarios/userspace.py) in "
+            "real Debian guests on this tree's kernel: per library, the outputs drawn after "
+            "resume that another clone also drew / all drawn after resume (the call in "
+            "flight at the snapshot not counted). 0 is the goal.</p>\n" + "\n".join(parts))
+
+
 # What an operator does about each verdict (also docs/operators.md).
 ADVICE = {
     "safe": "keep the mechanism that made it safe on for this guest (the leak queues, or "
@@ -299,7 +409,7 @@ ADVICE = {
 }
 
 
-def write_html(report, out):
+def write_html(report, out, extra=""):
     e = html.escape
     with open(os.path.join(out, "chart.svg")) as f:
         svg = f.read()
@@ -367,6 +477,7 @@ flight": the call that was running when the VM was saved, which clones may share
 <span class="note">{e(q['path'])}</span></td></tr>
 <tr><th>run</th><td>{e(report['date'])}, {report['seconds']:.0f} s</td></tr>
 </table>
+{extra}
 <p class="note">Raw numbers: <a href="report.json">report.json</a>. Made by reseed-lab's
 scripts/audit.py.</p>
 </body></html>

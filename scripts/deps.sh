@@ -29,6 +29,8 @@ packages=(
 	# the real Debian guests (scripts/build-rootfs.sh, build-disk.sh) and the user-space
 	# suite's programs, built against Debian's libraries (userspace/guest)
 	mmdebstrap e2fsprogs libsodium-dev
+	# the image audit's test image (scripts/build-cloud-image.sh): a GPT on a file
+	fdisk
 	# its Go consumer (a static program): the newest Go of Debian 12, from
 	# bookworm-backports (versions.mk's GO_PACKAGE); its Rust consumer: Debian's rustc,
 	# cargo and packaged crates (built offline)

@@ -121,11 +121,26 @@ LIBRARY = {
 }
 
 
-class DebianGuest:
-    """One QEMU running the row's kernel on the Debian image through a qcow2 overlay,
-    with a scratch disk (serial reseed-dump) that the agent dumps its rings to."""
+# How the suite's guest boots: the row's kernel, no initramfs, the Debian image's root
+# file system on /dev/vda, systemd starting reseed-us.service.  scripts/audit-image.py
+# boots an operator's image another way (its own kernel and initramfs).
+OUR_BOOT = {
+    "kernel": vm.KERNEL, "initrd": None,
+    "append": "root=/dev/vda rw rootfstype=ext4 init=/lib/systemd/systemd "
+              "systemd.show_status=error systemd.getty_auto=0 "
+              "systemd.journald.forward_to_console=1",
+    "extra": (),
+    "hooks": True,      # reseed-notify and its hooks are in the image
+}
 
-    def __init__(self, name, mechanism, overlay, incoming=None):
+
+class DebianGuest:
+    """One QEMU running a kernel on a Debian image through a qcow2 overlay, with a
+    scratch disk (serial reseed-dump) that the agent dumps its rings to; boot: OUR_BOOT,
+    or another of its form."""
+
+    def __init__(self, name, mechanism, overlay, incoming=None, boot=None):
+        boot = boot or OUR_BOOT
         m = MECHANISMS[mechanism]
         self.name = name
         self.dump = os.path.join(vm.RUNDIR, f"{name}.dump")
@@ -136,13 +151,11 @@ class DebianGuest:
                  "-device", "virtio-blk-pci,drive=root",
                  "-drive", f"file={self.dump},if=none,id=dump,format=raw",
                  "-device", "virtio-blk-pci,drive=dump,serial=reseed-dump",
-                 "-trace", "enable=virtio_rng_leak*"]
+                 "-trace", "enable=virtio_rng_leak*", *boot["extra"]]
         if incoming:
             extra += ["-S", "-incoming", f"exec:cat {incoming}"]
-        self.g = vm.Guest(name, initrd=None, mem=1024, smp=2,
-                          append="root=/dev/vda rw rootfstype=ext4 "
-                                 "init=/lib/systemd/systemd systemd.show_status=error systemd.getty_auto=0 "
-                                 "systemd.journald.forward_to_console=1",
+        self.g = vm.Guest(name, kernel=boot["kernel"], initrd=boot["initrd"], mem=1024,
+                          smp=2, append=boot["append"],
                           devices=(rng,) + tuple(m["devices"]), extra=extra,
                           serial_input=True)
         self.gpa = None
@@ -221,13 +234,16 @@ def overlay(path, backing, fmt):
     return path
 
 
-def measure(mechanism, clones, run_s, boot_timeout, last=None):
+def measure(mechanism, clones, run_s, boot_timeout, last=None, boot=None,
+            disk=(DISK, "raw"), tag="us"):
     """Boot, save, clone; per consumer: N, and per clone its outputs from N on.  last:
-    called with the last clone once its rings are read, its result returned too."""
-    tag = f"us-{mechanism}"
-    src_disk = overlay(os.path.join(vm.RUNDIR, f"{tag}-src.qcow2"), DISK, "raw")
+    called with the last clone once its rings are read, its result returned too.  boot:
+    how the guest boots (OUR_BOOT); disk: the image (path, format) under the overlays."""
+    boot = boot or OUR_BOOT
+    tag = f"{tag}-{mechanism}"
+    src_disk = overlay(os.path.join(vm.RUNDIR, f"{tag}-src.qcow2"), *disk)
     path = os.path.join(vm.RUNDIR, f"{tag}.migration")
-    src = DebianGuest(f"{tag}-src", mechanism, src_disk)
+    src = DebianGuest(f"{tag}-src", mechanism, src_disk, boot=boot)
     t0 = time.monotonic()
     try:
         src.boot(boot_timeout)
@@ -253,7 +269,7 @@ def measure(mechanism, clones, run_s, boot_timeout, last=None):
     for i in range(clones):
         c = DebianGuest(f"{tag}-clone{i}", mechanism,
                         overlay(os.path.join(vm.RUNDIR, f"{tag}-clone{i}.qcow2"),
-                                src_disk, "qcow2"), incoming=path)
+                                src_disk, "qcow2"), incoming=path, boot=boot)
         c.g.start()
         try:
             deadline = time.monotonic() + 120
@@ -268,10 +284,10 @@ def measure(mechanism, clones, run_s, boot_timeout, last=None):
             # Where the epoch moves (the leak queues, VMClock's counter) the hook is due:
             # wait for it past the run, as long as HOOK_WAIT (a loaded host delays it:
             # 1.15 s and more with another row's tests beside it, where 2 s was the run)
-            due = mechanism in EPOCH_MECHANISMS
+            due = boot["hooks"] and mechanism in EPOCH_MECHANISMS
             while time.monotonic() < t0 + run_s or \
                     (due and hook is None and time.monotonic() < t0 + HOOK_WAIT):
-                if hook is None and HOOK.search(c.g.read_console(), mark):
+                if boot["hooks"] and hook is None and HOOK.search(c.g.read_console(), mark):
                     hook = time.monotonic() - t0
                 time.sleep(0.02)
             hooks.append(hook)
@@ -669,6 +685,8 @@ def main():
                        "date": time.strftime("%Y-%m-%d"), "commit": commit,
                        "versions": {p: vers.get(p) for ps in LIBRARY.values() for p in ps
                                     if p in vers},
+                       "libraries": {n: library_of(n, vers, "")
+                                     for n in dict.fromkeys(n for n, *_ in table)},
                        "mechanisms": results, "epoch_drbg_bench": bench}, f, indent=1)
     lines = [f"1..{len(tap)}"]
     for i, (ok, what) in enumerate(tap, 1):
