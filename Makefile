@@ -248,7 +248,8 @@ rootfs: $(ROOTFS)
 # QEMU, beside the compiles; the test converts it to qcow2 (scripts/check-report.py).
 CLOUD_IMAGE := $(BUILD)/cloud-image-$(DEBIAN_SUITE)/disk.raw
 cloud-image: $(CLOUD_IMAGE) ## a Debian image with Debian's kernel (GPT, /boot), the image audit's test
-$(CLOUD_IMAGE): userspace/debian/$(DEBIAN_SUITE).packages scripts/build-cloud-image.sh | $(STAMP)/deps
+$(CLOUD_IMAGE): userspace/debian/$(DEBIAN_SUITE).packages scripts/build-cloud-image.sh \
+		scripts/build-rootfs.sh | $(STAMP)/deps
 	@$(STAGE) cloud-image[$(DEBIAN_SUITE)] scripts/build-cloud-image.sh $(DEBIAN_SUITE) $@
 # The programs the image audit brings into the image (scripts/audit-image.py)
 AUDIT_IMAGE_PROGS := $(addprefix $(US_BIN)/,us_agent rand_openssl rand_getrandom \
@@ -544,7 +545,7 @@ audit: ## is a guest kernel (or a disk image) clone-safe? make audit KERNEL=/boo
 		"[CLONES=N] [OUT=DIR] [ROW=...]: measures the kernel's clone safety, writes a" \
 		"report to OUT (default build/audit/NAME-VERSION); or make audit IMAGE=DISK" \
 		"[CLONES=N] [OUT=DIR]: a raw or qcow2 disk image, its own kernel and libraries" \
-		"(default OUT build/audit/image-NAME)" >&2; exit 2; }
+		"(default OUT build/audit/image-FOLDER-NAME)" >&2; exit 2; }
 	@test -z "$(KERNEL)" || test -z "$(IMAGE)" || { echo "audit: KERNEL= or IMAGE=, not" \
 		"both (an image is audited with its own kernel)" >&2; exit 2; }
 	@test -z "$(IMAGE)" || test -f "$(IMAGE)" || { echo "audit: no such image:" \

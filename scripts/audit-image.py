@@ -33,7 +33,8 @@ math/rand/v2 are measured, not judged: they are not meant for secrets):
                     mechanism
   3 no verdict      bad arguments, or the audit failed
 Writes DIR/index.html (verdict, a chart per library, the table), DIR/libraries.svg and
-DIR/report.json; DIR is --out, by default build/audit/image-NAME.
+DIR/report.json; DIR is --out, by default build/audit/image-FOLDER-NAME (the image's
+folder and file names).
 """
 
 import argparse
@@ -318,7 +319,8 @@ def main():
                       "repeats), 2 not clone-safe, 3 no verdict.")
     p.add_argument("--image", required=True, help="the disk image (raw or qcow2)")
     p.add_argument("--clones", type=int, default=2, help="clones per mechanism (2)")
-    p.add_argument("--out", help="where the report goes (default build/audit/image-NAME)")
+    p.add_argument("--out", help="where the report goes (default build/audit/"
+                   "image-FOLDER-NAME)")
     p.add_argument("--mechanisms", default="none,vmgenid,vmclock,leak",
                    help="comma-separated, of none, vmgenid, vmclock, leak")
     p.add_argument("--run", type=float, default=2.0, help="seconds each clone runs")
@@ -341,7 +343,8 @@ def main():
     image = os.path.abspath(a.image)
     if not os.path.isfile(image):
         p.error(f"no such image: {a.image}")
-    name = re.sub(r"[^A-Za-z0-9._+-]", "_", os.path.basename(image))
+    # its folder's name and its own: images are often all called disk.qcow2
+    name = re.sub(r"[^A-Za-z0-9._+-]", "_", "-".join(image.split(os.sep)[-2:]))
     out = os.path.abspath(a.out or os.path.join(TOP, "build", "audit", f"image-{name}"))
     work = os.path.join(out, "work")
     # The image's kernel and initramfs go here; every guest boots them (the accelerator's
@@ -556,22 +559,9 @@ def write_html(report, consumers, out):
                    for m, r in report["mechanisms"].items())
     absent = "".join(f"<li>{e(n)}: {e(why)}</li>" for n, why in report["absent"].items())
     im, k, q = report["image"], report["kernel"], report["qemu"]
-    colour = {"safe": "#1d7a33", "racy": "#a86b00", "unsafe": "#b3261e"}[report["level"]]
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>Clone-safety audit of an image: {e(os.path.basename(im['path']))}</title>
-<style>
-body {{ font-family: sans-serif; max-width: 62em; margin: 2em auto; color: #222; }}
-.verdict {{ border-left: 0.5em solid {colour}; padding: 0.6em 1em; font-size: 1.25em;
-           background: #f6f6f6; }}
-table {{ border-collapse: collapse; margin: 1em 0; }}
-td, th {{ border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }}
-th {{ background: #eee; }}
-.note {{ color: #555; font-size: 0.9em; }}
-</style></head><body>
-<h1>Clone-safety audit of a disk image</h1>
-<p class="verdict" id="verdict">{e(report['verdict'])}</p>
-<p id="advice"><b>What to do:</b> {e(ADVICE[report['level']])}</p>
+    page = audit.page_start(f"Clone-safety audit of an image: {os.path.basename(im['path'])}",
+                            "Clone-safety audit of a disk image", report,
+                            ADVICE[report["level"]]) + f"""
 <h2>Outputs shared after resume, per library and mechanism</h2>
 {svg}
 <p class="note">{report['clones']} clones of one saved state per mechanism, each running
@@ -608,19 +598,5 @@ scripts/audit-image.py.</p>
         f.write(page)
 
 
-def run_main():
-    try:
-        return main()
-    except SystemExit as e:
-        if isinstance(e.code, int) or e.code is None:
-            raise
-        print(e.code, file=sys.stderr)
-        return audit.ERROR
-    except Exception:      # noqa: BLE001 - no verdict, whatever went wrong
-        import traceback
-        traceback.print_exc()
-        return audit.ERROR
-
-
 if __name__ == "__main__":
-    sys.exit(run_main())
+    sys.exit(audit.run_main(main))

@@ -409,6 +409,28 @@ ADVICE = {
 }
 
 
+def page_start(title, heading, report, advice):
+    """An audit page from its head to what to do: one file, its style inline, the
+    verdict in the colour of its level (scripts/audit-image.py's page too)."""
+    e = html.escape
+    colour = {"safe": "#1d7a33", "racy": "#a86b00", "unsafe": "#b3261e"}[report["level"]]
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{e(title)}</title>
+<style>
+body {{ font-family: sans-serif; max-width: 62em; margin: 2em auto; color: #222; }}
+.verdict {{ border-left: 0.5em solid {colour}; padding: 0.6em 1em; font-size: 1.25em;
+           background: #f6f6f6; }}
+table {{ border-collapse: collapse; margin: 1em 0; }}
+td, th {{ border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }}
+th {{ background: #eee; }}
+.note {{ color: #555; font-size: 0.9em; }}
+</style></head><body>
+<h1>{e(heading)}</h1>
+<p class="verdict" id="verdict">{e(report['verdict'])}</p>
+<p id="advice"><b>What to do:</b> {e(advice)}</p>"""
+
+
 def write_html(report, out, extra=""):
     e = html.escape
     with open(os.path.join(out, "chart.svg")) as f:
@@ -435,22 +457,8 @@ def write_html(report, out, extra=""):
               "not applicable: this kernel has no RNG epoch (RNDEPOCH), so user space gets "
               "no atomic signal")
     k, q = report["kernel"], report["qemu"]
-    colour = {"safe": "#1d7a33", "racy": "#a86b00", "unsafe": "#b3261e"}[report["level"]]
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>Clone-safety audit: {e(k['version'])}</title>
-<style>
-body {{ font-family: sans-serif; max-width: 60em; margin: 2em auto; color: #222; }}
-.verdict {{ border-left: 0.5em solid {colour}; padding: 0.6em 1em; font-size: 1.25em;
-           background: #f6f6f6; }}
-table {{ border-collapse: collapse; margin: 1em 0; }}
-td, th {{ border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }}
-th {{ background: #eee; }}
-.note {{ color: #555; font-size: 0.9em; }}
-</style></head><body>
-<h1>Clone-safety audit</h1>
-<p class="verdict" id="verdict">{e(report['verdict'])}</p>
-<p id="advice"><b>What to do:</b> {e(ADVICE[report['level']])}</p>
+    page = page_start(f"Clone-safety audit: {k['version']}", "Clone-safety audit", report,
+                      ADVICE[report["level"]]) + f"""
 <h2>Outputs shared after resume, per mechanism</h2>
 {svg}
 <p class="note">{report['clones']} clones of one saved state per mechanism; each streams
@@ -486,11 +494,12 @@ scripts/audit.py.</p>
         f.write(page)
 
 
-def run_main():
-    """main(), with every way of failing mapped to ERROR: a SystemExit with a message
-    (Python's status 1 would read as 'racy'), and an exception."""
+def run_main(entry=None):
+    """entry() (by default main()), with every way of failing mapped to ERROR: a
+    SystemExit with a message (Python's status 1 would read as 'racy'), and an
+    exception."""
     try:
-        return main()
+        return (entry or main)()
     except SystemExit as e:
         if isinstance(e.code, int) or e.code is None:
             raise

@@ -7,8 +7,10 @@
 #   Writes OUT-DIR/rootfs.tar (mmdebstrap --variant=minbase, systemd as init) and
 #   OUT-DIR/manifest (every installed package and its version, as dpkg has them).
 #
-#   The build cache: ~/.cache/reseed-lab/rootfs/KEY, keyed by the suite, the package
-#   list, the mirror, the masked units and the recipe's version; the four newest stay.
+#   RESEED_ROOTFS_EXTRA, comma-separated, adds packages (build-cloud-image.sh: Debian's
+#   kernel and initramfs-tools).  The build cache: ~/.cache/reseed-lab/rootfs/KEY, keyed
+#   by the suite, the packages, the mirror, the masked units and the recipe's version; the
+#   six newest stay.
 #   The archive moves on under a key (a point release, a security update): the manifest
 #   records what a run measured, and RESEED_ROOTFS_REFRESH=1 builds again from today's
 #   archive.
@@ -29,6 +31,7 @@ command -v mmdebstrap >/dev/null || {
 mirror=${RESEED_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 security=${RESEED_DEBIAN_SECURITY:-http://deb.debian.org/debian-security}
 packages=$(sed 's/#.*//' "$list" | tr -s ' \n' ',' | sed 's/^,//; s/,$//')
+packages=$packages${RESEED_ROOTFS_EXTRA:+,$RESEED_ROOTFS_EXTRA}
 
 # Timers and services a measuring guest does without: they would start work (apt,
 # trims, scrubs) at random moments of a run.  logind needs D-Bus, which minbase lacks.
@@ -80,7 +83,7 @@ if mkdir -p "$cache"; then
 	touch "$new/.complete"
 	rm -rf "${cache:?}/$key"
 	mv "$new" "$cache/$key"
-	# the four newest stay (two suites)
-	ls -1td "$cache"/*/ 2>/dev/null | tail -n +5 | xargs -r rm -rf
+	# the six newest stay (two suites, and the image audit's test image)
+	ls -1td "$cache"/*/ 2>/dev/null | tail -n +7 | xargs -r rm -rf
 fi
 echo "build-rootfs: $suite: $(wc -l <"$out/manifest") packages, $(du -h "$out/rootfs.tar" | cut -f1)"

@@ -78,21 +78,29 @@ def not_blank(png):
     return inked, colours
 
 
-def check_one(tap, out, kernel, level, clones, userspace=None):
-    name = os.path.relpath(os.path.abspath(kernel), TOP)
-    r = subprocess.run([os.path.join(TOP, "scripts", "audit.py"), "--kernel", kernel,
-                        "--clones", str(clones), "--out", out] +
-                       (["--userspace", userspace] if userspace else []),
-                       capture_output=True, text=True)
+def run_audit(tap, name, out, command):
+    """Run an audit (command, writing into out); TAP: it ran to a verdict, and its exit
+    status is the verdict's.  Its report.json, or None."""
+    r = subprocess.run(command + ["--out", out], capture_output=True, text=True)
     for line in r.stdout.splitlines():
         print(f"# {line}")
-    if not tap.ok(r.returncode in EXIT.values(), f"audit of {name} ran to a verdict "
+    if not tap.ok(r.returncode in EXIT.values(), f"{name}: the audit ran to a verdict "
                   f"(status {r.returncode})", r.stderr[-2000:]):
-        return
+        return None
     with open(os.path.join(out, "report.json")) as f:
         report = json.load(f)
     tap.ok(r.returncode == EXIT.get(report["level"]), f"{name}: exit status "
            f"{r.returncode} is the verdict's ({report['level']})")
+    return report
+
+
+def check_one(tap, out, kernel, level, clones, userspace=None):
+    name = os.path.relpath(os.path.abspath(kernel), TOP)
+    report = run_audit(tap, name, out, [os.path.join(TOP, "scripts", "audit.py"), "--kernel",
+                                        kernel, "--clones", str(clones)] +
+                       (["--userspace", userspace] if userspace else []))
+    if report is None:
+        return
     if level.startswith("!"):
         tap.ok(report["level"] != level[1:], f"{name}: verdict not {level[1:]} "
                f"({report['level']})", report["verdict"])
@@ -233,19 +241,11 @@ def check_image(tap, out, raw, level, clones, qemu_img):
     image = os.path.join(out, "disk.qcow2")
     subprocess.run([qemu_img, "convert", "-O", "qcow2", raw, image], check=True)
     before = sha256(image)
-    r = subprocess.run([script, "--image", image, "--clones", str(clones), "--out", out,
-                        "--mechanisms", ",".join(IMAGE_MECHANISMS)],
-                       capture_output=True, text=True)
-    for line in r.stdout.splitlines():
-        print(f"# {line}")
     name = "image audit of Debian's image"
-    if not tap.ok(r.returncode in EXIT.values(), f"{name} ran to a verdict (status "
-                  f"{r.returncode})", r.stderr[-2000:]):
+    report = run_audit(tap, name, out, [script, "--image", image, "--clones", str(clones),
+                                        "--mechanisms", ",".join(IMAGE_MECHANISMS)])
+    if report is None:
         return
-    with open(os.path.join(out, "report.json")) as f:
-        report = json.load(f)
-    tap.ok(r.returncode == EXIT.get(report["level"]), f"{name}: exit status "
-           f"{r.returncode} is the verdict's ({report['level']})")
     want = level.lstrip("!")
     tap.ok((report["level"] != want) if level.startswith("!") else report["level"] == want,
            f"{name}: verdict {'not ' if level.startswith('!') else ''}{want} "
