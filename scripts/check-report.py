@@ -223,21 +223,14 @@ def check_image(tap, out, raw, level, clones, qemu_img):
     if not tap.ok(os.path.isfile(raw), f"the image audit's test image was built ({raw})",
                   "make cloud-image: its log is build/rootfs.log in make check"):
         return
-    bad = os.path.join(out, "bad")
-    for what, args, named in (
-            ("an image that does not exist", ["--image", out + "/no-such.qcow2"],
-             "no such image"),
-            ("a file that is no disk image", ["--image", os.path.join(TOP, "README.md")],
-             "no ext2/3/4 root file system"),
-            ("--clones 1", ["--image", raw, "--clones", "1"], "--clones"),
-            ("a mechanism that does not exist", ["--image", raw, "--mechanisms", "sgx"],
-             "--mechanisms")):
-        r = subprocess.run([script, *args, "--out", bad], capture_output=True, text=True,
-                           timeout=120)
-        tap.ok(r.returncode == 3 and named in r.stderr and not os.path.exists(
-               os.path.join(bad, "report.json")),
-               f"image audit with {what}: status 3, the error names it, no report",
-               f"status {r.returncode}: {r.stderr[-500:]}")
+    refused(tap, "image audit", script, os.path.join(out, "bad"), (
+        ("an image that does not exist", ["--image", out + "/no-such.qcow2"],
+         "no such image"),
+        ("a file that is no disk image", ["--image", os.path.join(TOP, "README.md")],
+         "no ext2/3/4 root file system"),
+        ("--clones 1", ["--image", raw, "--clones", "1"], "--clones"),
+        ("a mechanism that does not exist", ["--image", raw, "--mechanisms", "sgx"],
+         "--mechanisms")))
     image = os.path.join(out, "disk.qcow2")
     subprocess.run([qemu_img, "convert", "-O", "qcow2", raw, image], check=True)
     before = sha256(image)
@@ -292,12 +285,18 @@ def bad_arguments(tap, out, kernel):
               "no such kernel"),
              ("a file that is not a bzImage", ["--kernel", script], "not an x86 bzImage"),
              ("no --kernel", [], "--kernel"))
+    refused(tap, "audit", script, out, cases)
+
+
+def refused(tap, who, script, out, cases):
+    """Each (what, arguments, the words the error must hold): status 3, the error names
+    it, no report written."""
     for what, args, named in cases:
         r = subprocess.run([script, *args, "--out", out], capture_output=True, text=True,
-                           timeout=60)
+                           timeout=120)
         tap.ok(r.returncode == 3 and named in r.stderr and not os.path.exists(
                os.path.join(out, "report.json")),
-               f"audit with {what}: status 3, the error names it, no report",
+               f"{who} with {what}: status 3, the error names it, no report",
                f"status {r.returncode}: {r.stderr[-500:]}")
 
 
