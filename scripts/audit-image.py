@@ -279,37 +279,30 @@ def host_version(package):
     return r.stdout.strip() or "?"
 
 
-JAVA = ("openjdk-25-jre-headless", "openjdk-21-jre-headless", "openjdk-17-jre-headless",
-        "openjdk-11-jre-headless")
+# The packages a consumer runs on: userspace.py's table, where an operator's image may
+# have other names for them (Debian 11's libssl1.1, python3-minimal without python3, older
+# and newer JDKs).
+IMAGE_PACKAGES = {
+    "openssl-RAND_bytes": ("libssl3t64", "libssl3", "libssl1.1"),
+    "python-random": ("python3-minimal", "python3"),
+    "python-secrets": ("python3-minimal", "python3"),
+    "python-uuid4": ("python3-minimal", "python3"),
+    **{n: ("openjdk-25-jre-headless", "openjdk-21-jre-headless", "openjdk-17-jre-headless",
+           "openjdk-11-jre-headless") for n in ("java-SecureRandom", "java-DRBG", "java-UUID")},
+}
 
 
-def library_of(name, packages):
-    """The image's package (and version) a consumer runs on."""
-    table = {
-        "openssl-RAND_bytes": ("libssl3t64", "libssl3", "libssl1.1"),
-        "tls-random": ("openssl",), "tls-keyshare": ("openssl",),
-        "glibc-getrandom": ("libc6",), "glibc-arc4random": ("libc6",),
-        "gnutls-rnd": ("libgnutls30t64", "libgnutls30"),
-        "sodium-randombytes": ("libsodium23",),
-        "python-random": ("python3-minimal", "python3"),
-        "python-secrets": ("python3-minimal", "python3"),
-        "python-uuid4": ("python3-minimal", "python3"),
-        "java-SecureRandom": JAVA, "java-DRBG": JAVA, "java-UUID": JAVA,
-    }
-    for p in table.get(name, ()):
-        if p in packages:
-            return f"{p} {packages[p]}"
-    if name.startswith("go-"):
-        return f"Go {host_version(audit_go_package())} (built in, ours)"
-    if name.startswith("rust-"):
-        return f"rand {host_version('librust-rand-dev')} (built in, ours)"
-    return "?"
-
-
-def audit_go_package():
-    with open(os.path.join(TOP, "versions.mk")) as f:
-        m = re.search(r"^GO_PACKAGE\s*:?=\s*(\S+)", f.read(), re.M)
-    return m.group(1) if m else "golang-go"
+def libraries(names, packages, us):
+    """{consumer: the image's package and version it runs on}; Go's and Rust's programs
+    are ours, built with the host's packages (their versions asked once)."""
+    table = {**us.LIBRARY, **IMAGE_PACKAGES}
+    ours = {"go-": f"Go {host_version(us.vm.VERSIONS['GO_PACKAGE'])} (built in, ours)",
+            "rust-": f"rand {host_version('librust-rand-dev')} (built in, ours)"}
+    out = {}
+    for n in names:
+        out[n] = next((f"{p} {packages[p]}" for p in table.get(n, ()) if p in packages),
+                      next((v for k, v in ours.items() if n.startswith(k)), "?"))
+    return out
 
 
 def main():
@@ -494,7 +487,7 @@ def main():
                        f"{n} {c} shared" if c >= 0 else f"{n} not drawing in every clone"
                        for n, c in shared_by(m, kernel_each).items()) + ")" for m in played)
                     if played else ", and it uses none of them") + ".")
-    libraries = {n: library_of(n, facts["packages"]) for n in dict.fromkeys(every)}
+    libraries_of = libraries(dict.fromkeys(every), facts["packages"], us)
     report = {
         "verdict": verdict, "level": level,
         "image": {"path": image, "format": fmt, "sha256": digest, "unchanged": True,
@@ -503,7 +496,7 @@ def main():
         "kernel": {"file": f"{boot_dir}{facts['kernel_file']}", "version": version},
         "qemu": {"version": vm.QEMU_VERSION, "path": vm.QEMU, "accel": vm.choose_accel()},
         "clones": a.clones, "run_s": a.run, "mechanisms": results, "absent": absent,
-        "libraries": libraries, "not_judged": list(NOT_JUDGED),
+        "libraries": libraries_of, "not_judged": list(NOT_JUDGED),
         "seconds": round(time.monotonic() - t_start, 1),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
