@@ -68,4 +68,5 @@ def run(ctx):
         details.append(f"{who}: epoch {ev['old']:#010x} -> {ev['new']:#010x}, "
                        f"{reqs} held requests performed before the guest ran")
         src = dst
+    src.kill()          # the last hop's VM: nothing after this scenario needs it
     return len(hops), ", ".join(figures), details
