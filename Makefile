@@ -338,14 +338,13 @@ $(UPSTREAM_VMLINUZ): versions.mk scripts/fetch-kernel.sh | $(STAMP)/deps
 
 # --- 7./8. tests: each suite writes build/results/<row>/<suite>.tap; the summary,
 # over every row, comes last.  A row whose build fails still lets the others run.
-# The next row's QEMU and kernel build at nice 10 while a row's tests run (most boot one
-# single-vCPU TCG guest and leave a core idle), side by side (make -j2: the one's
-# single-threaded steps, sources, configure and links, beside the other's compile): a
-# cold run saves most of the next row's build time; a warm one restores it from the
-# caches in seconds.  Its log is build/prebuild-<row>.log; check-row of that row waits
-# for it, then finds it built (or builds, and reports, what failed).  Each row's series
-# checks (checkpatch, the Debian-config build) run at nice 19, below both, and the
-# summary waits for them: they are off the path to the next row's tests.
+# scripts/check-lanes.py runs the suites of every row two at a time (most boot one
+# single-vCPU TCG guest after another and keep one core busy), the longest first; the
+# leak storm's rate and the fuzzers have the machine to themselves.  The next row's QEMU
+# and kernel build at nice 10 beside the first row's suites (its log:
+# build/prebuild-<row>.log): a cold run saves most of that build's time, a warm one
+# restores it from the caches in seconds.  Each row's series checks (checkpatch, the
+# Debian-config build) run at nice 19, below both, and the summary waits for them.
 # make check SUITES=qtest,guest: only those suites, by the names 'make check' prints
 # (without the row); unset, all of them.  A recipe line '$(call skip,NAME) || ...' runs only
 # when NAME is one of them.
@@ -374,18 +373,8 @@ check: ## build and test every row (ROW=...: one; SUITES=a,b: only those); ends 
 		(for r in $(CHECK_ROWS); do nice -n 19 $(MAKE) --no-print-directory rootfs ROW=$$r; \
 			done; $(call skip,report) || nice -n 19 $(MAKE) --no-print-directory \
 			cloud-image ROW=$(DEFAULT_ROW)) >$(BUILD)/rootfs.log 2>&1 & }
-	@failed=; bg=; set -- $(CHECK_ROWS); \
-	while [ $$# -gt 0 ]; do \
-		r=$$1; shift; \
-		if [ -n "$$bg" ]; then wait $$bg || true; bg=; fi; \
-		if [ $$# -gt 0 ] && $(MAKE) --no-print-directory qemu kernel guest ROW=$$r; then \
-			echo "check: building row $$1 (nice 10) beside the tests of row $$r:" \
-				"$(BUILD)/prebuild-$$1.log"; \
-			nice -n 10 $(MAKE) -j2 --no-print-directory qemu kernel guest ROW=$$1 \
-				>$(BUILD)/prebuild-$$1.log 2>&1 & bg=$$!; \
-		fi; \
-		$(MAKE) --no-print-directory check-row ROW=$$r || failed="$$failed $$r"; \
-	done; \
+	@failed=; scripts/check-lanes.py $(if $(DRY_RUN),--dry-run) --default-row $(DEFAULT_ROW) \
+		--suites '$(SUITES)' $(CHECK_ROWS) || failed=1; \
 	for r in $(CHECK_ROWS); do \
 		pid=$$(cat $(RESULTS_ALL)/$$r/series.pid 2>/dev/null) && \
 			while kill -0 $$pid 2>/dev/null; do sleep 2; done; \
@@ -399,7 +388,7 @@ check: ## build and test every row (ROW=...: one; SUITES=a,b: only those); ends 
 	$(if $(DRY_RUN),,$(call skip,help) || $(STAGE) check-help scripts/check-help.sh \
 		$(RESULTS_ALL)/help.tap || true;) \
 	$(if $(DRY_RUN),exit 0;) scripts/summary.py $(RESULTS_ALL) $(CHECK_ROWS) || exit 1; \
-	[ -z "$$failed" ] || { echo "check: the build of row(s)$$failed failed"; exit 1; }
+	[ -z "$$failed" ]
 
 # Every program of the tree answers -h and --help, and writes nothing (build/ included:
 # run it when nothing else builds there).
@@ -432,62 +421,96 @@ CHECK_US_CLONES     := 4
 # DMA API's debug checks and, with swiotlb=force, bounced DMA.
 RNG_DMA_API := virtio-rng-pci,id=rng0,iommu_platform=on,disable-legacy=on
 
-check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suites (make check ROW=... runs it)
+# One row's suites (make check runs every row's this way, the rows' suites in the same
+# two slots): scripts/check-lanes.py runs check-row-gate, check-row-begin, each suite-NAME
+# (after its suite-prep-NAME, if it has one) and suite-conformance last.
+check-row: ## one row's suites, two at a time (make check ROW=... runs it)
+	@scripts/check-lanes.py --default-row $(DEFAULT_ROW) --suites '$(SUITES)' $(R)
+
+check-row-gate: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ)
+
+check-row-begin:
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
 	@$(call skip,series) || { (nice -n 19 $(MAKE) --no-print-directory check-series ROW=$(R) \
 		>$(RESULTS)/series.log 2>&1; rm -f $(RESULTS)/series.pid) & \
 		echo $$! >$(RESULTS)/series.pid; }
-	-@$(call skip,qtest) || $(STAGE) check-qtest[$(R)] scripts/check-qtest.sh $(QEMU_SRC) $(QEMU_OBJ) $(RESULTS)/qtest.tap
-	-@$(call skip,qtest-asan) || $(if $(filter $(R),$(CHECK_ASAN_ROWS)),$(MAKE) --no-print-directory qemu ROW=$(R) SANITIZE=1 || \
+
+# The suites, one target each; the builds some of them need first, without a slot.
+suite-qtest:
+	-@$(STAGE) check-qtest[$(R)] scripts/check-qtest.sh $(QEMU_SRC) $(QEMU_OBJ) $(RESULTS)/qtest.tap
+suite-prep-qtest-asan:
+	@$(if $(filter $(R),$(CHECK_ASAN_ROWS)),$(MAKE) --no-print-directory qemu ROW=$(R) SANITIZE=1 || \
 		printf '1..1\nnot ok 1 - the QEMU with ASan and UBSan did not build\n' \
 		>$(RESULTS)/qtest-asan.tap,printf '1..1\nok 1 - qtests under ASan and UBSan # SKIP %s\n' \
 		"not in make check on this row (the cold budget): make check-asan ROW=$(R)" \
 		>$(RESULTS)/qtest-asan.tap)
-	-@$(call skip,qtest-asan) || [ -f $(RESULTS)/qtest-asan.tap ] || { $(SANITIZER_OPTS) $(STAGE) check-qtest-asan[$(R)] \
+suite-qtest-asan:
+	-@[ -f $(RESULTS)/qtest-asan.tap ] || { $(SANITIZER_OPTS) $(STAGE) check-qtest-asan[$(R)] \
 		scripts/check-qtest.sh $(QEMU_SRC) $(QEMU_SAN_OBJ) $(RESULTS)/qtest-asan.tap; \
 		scripts/tap-step.sh $(RESULTS)/qtest-asan-reports.tap \
 		"no sanitizer report in the output of the qtests under ASan and UBSan" \
 		sh -c '! grep -lE "$(SANITIZER_REPORT)" $(RESULTS)/qtest-asan.log'; }
-	-@$(call skip,fuzz) || $(if $(filter $(R),$(DEFAULT_ROW)),$(MAKE) --no-print-directory fuzz-build ROW=$(R) || \
+suite-prep-fuzz:
+	@$(if $(filter $(R),$(DEFAULT_ROW)),$(MAKE) --no-print-directory fuzz-build ROW=$(R) || \
 		printf '1..1\nnot ok 1 - the QEMU fuzz target did not build\n' >$(RESULTS)/fuzz.tap,:)
-	-@$(call skip,fuzz) || $(if $(filter $(R),$(DEFAULT_ROW)),[ -f $(RESULTS)/fuzz.tap ] || $(STAGE) check-fuzz[$(R)] \
+suite-fuzz:
+	-@$(if $(filter $(R),$(DEFAULT_ROW)),[ -f $(RESULTS)/fuzz.tap ] || $(STAGE) check-fuzz[$(R)] \
 		sh -c '$(foreach t,$(FUZZ_TARGETS),scripts/fuzz.sh $(QEMU_FUZZ_BIN) \
 		$(CHECK_FUZZ_SECONDS) $(BUILD)/fuzz/$(QV) $(t) >$(RESULTS)/fuzz-$(t).tap & ) wait',:)
-	-@$(call skip,guest) || $(STAGE) check-guest[$(R)] scripts/guest-test.py --kunit --name check-guest \
+suite-guest:
+	-@$(STAGE) check-guest[$(R)] scripts/guest-test.py --kunit --name check-guest \
 		--tap $(RESULTS)/guest.tap $(subst $(eval) ,$(comma),$(GUEST_TESTS))
-	-@$(call skip,guest-leak-off) || $(STAGE) check-guest-leak-off[$(R)] scripts/guest-test.py --name check-guest-leak-off \
+suite-guest-leak-off:
+	-@$(STAGE) check-guest-leak-off[$(R)] scripts/guest-test.py --name check-guest-leak-off \
 		--device virtio-rng-pci,id=rng0,leak=off --tap $(RESULTS)/guest-leak-off.tap epoch_abi
-	-@$(call skip,guest-dma) || $(STAGE) check-guest-dma[$(R)] scripts/guest-test.py --name check-guest-dma \
+suite-guest-dma:
+	-@$(STAGE) check-guest-dma[$(R)] scripts/guest-test.py --name check-guest-dma \
 		--device $(RNG_DMA_API) --tap $(RESULTS)/guest-dma.tap epoch_abi
-	-@$(call skip,guest-bounce) || $(STAGE) check-guest-bounce[$(R)] scripts/guest-test.py --name check-guest-bounce \
+suite-guest-bounce:
+	-@$(STAGE) check-guest-bounce[$(R)] scripts/guest-test.py --name check-guest-bounce \
 		--device $(RNG_DMA_API) --append swiotlb=force --tap $(RESULTS)/guest-bounce.tap epoch_abi
-	-@$(call skip,attest) || $(STAGE) check-attest[$(R)] scripts/check-attest.py $(RESULTS)
-	-@$(call skip,hostile) || $(STAGE) check-hostile[$(R)] scripts/check-hostile.py $(RESULTS)
-	-@$(call skip,differential) || $(STAGE) check-differential[$(R)] scripts/tap-step.sh $(RESULTS)/differential.tap \
+suite-attest:
+	-@$(STAGE) check-attest[$(R)] scripts/check-attest.py $(RESULTS)
+# The storm's figure is a rate against a boot without it: alone on the machine (check-lanes.py).
+suite-hostile:
+	-@$(STAGE) check-hostile[$(R)] scripts/check-hostile.py $(RESULTS) --only leak,snp
+suite-hostile-storm:
+	-@$(STAGE) check-hostile-storm[$(R)] scripts/check-hostile.py $(RESULTS) --only storm
+suite-differential:
+	-@$(STAGE) check-differential[$(R)] scripts/tap-step.sh $(RESULTS)/differential.tap \
 		"io_uring_sysctl: same results on our $(R) and on Debian's $(UPSTREAM_KERNEL_PACKAGE)" \
 		scripts/differential.sh io_uring_sysctl $(BZIMAGE) $(UPSTREAM_VMLINUZ) $(INITRAMFS)
-	-@$(call skip,migrate-unpatched) || $(STAGE) check-migrate-unpatched[$(R)] scripts/check-migrate-unpatched.py \
+suite-migrate-unpatched:
+	-@$(STAGE) check-migrate-unpatched[$(R)] scripts/check-migrate-unpatched.py \
 		$(RESULTS)/migrate-unpatched.tap
-	-@$(call skip,scenario) || $(STAGE) check-scenarios[$(R)] snapshot-scenarios/run.py --tap $(RESULTS)/scenario.tap
-	-@$(call skip,userspace) || { $(MAKE) --no-print-directory image ROW=$(R) || \
+suite-scenario:
+	-@$(STAGE) check-scenarios[$(R)] snapshot-scenarios/run.py --tap $(RESULTS)/scenario.tap
+suite-prep-userspace:
+	@$(MAKE) --no-print-directory image ROW=$(R) || \
 		printf '1..1\nnot ok 1 - the Debian guest image of row $(R) did not build\n' \
-		>$(RESULTS)/userspace.tap; }
-	-@$(call skip,userspace) || [ -f $(RESULTS)/userspace.tap ] || $(STAGE) check-userspace[$(R)] \
+		>$(RESULTS)/userspace.tap
+suite-userspace:
+	-@[ -f $(RESULTS)/userspace.tap ] || $(STAGE) check-userspace[$(R)] \
 		snapshot-scenarios/userspace.py --mechanisms $(CHECK_US_MECHANISMS) \
 		--clones $(CHECK_US_CLONES) --provider-test --tap $(RESULTS)/userspace.tap \
 		--json $(RESULTS)/userspace.json
-	-@$(call skip,userspace) || $(if $(filter $(R),$(DEFAULT_ROW)),{ $(MAKE) --no-print-directory \
+	-@$(if $(filter $(R),$(DEFAULT_ROW)),{ $(MAKE) --no-print-directory \
 		$(EPOCH_DRBG_HOST_CONF) $(US_BIN)/epoch_drbg_test && $(STAGE) check-epoch-drbg-host \
 		sh -c 'OPENSSL_CONF=$(EPOCH_DRBG_HOST_CONF) $(US_BIN)/epoch_drbg_test \
 		>$(RESULTS)/epoch-drbg-host.tap'; },:)
-	-@$(call skip,libvirt) || $(if $(filter $(R),$(DEFAULT_ROW)),$(STAGE) check-libvirt[$(R)] \
+suite-libvirt:
+	-@$(if $(filter $(R),$(DEFAULT_ROW)),$(STAGE) check-libvirt[$(R)] \
 		snapshot-scenarios/libvirt_scenarios.py --tap $(RESULTS)/libvirt.tap \
 		--json $(RESULTS)/libvirt.json,printf '1..1\nok 1 - libvirt scenarios # SKIP %s\n' \
 		"newest row only in make check (the cold budget): make libvirt ROW=$(R)" \
 		>$(RESULTS)/libvirt.tap)
-	-@$(call skip,report) || $(if $(filter $(R),$(DEFAULT_ROW)),$(MAKE) --no-print-directory \
+suite-prep-report:
+	-@$(if $(filter $(R),$(DEFAULT_ROW)),$(MAKE) --no-print-directory \
 		cloud-image $(AUDIT_IMAGE_PROGS) ROW=$(R),:)
-	-@$(call skip,report) || $(if $(filter $(R),$(DEFAULT_ROW)),$(STAGE) check-report[$(R)] scripts/check-report.py \
+# The report reads the user-space suite's figures when they are there (make check runs
+# that suite first: it is the longer).
+suite-report:
+	-@$(if $(filter $(R),$(DEFAULT_ROW)),$(STAGE) check-report[$(R)] scripts/check-report.py \
 		--tap $(RESULTS)/report.tap --clones 2 --image $(CLOUD_IMAGE)='!safe' \
 		--qemu-img $(QEMU_OBJ)/qemu-img $$(test -f $(RESULTS)/userspace.json && \
 		echo --userspace $(RESULTS)/userspace.json) $(RESULTS)/report \
@@ -495,7 +518,8 @@ check-row: qemu kernel guest $(SNP_CERTS) $(UPSTREAM_VMLINUZ) ## one row's suite
 		'1..1\nok 1 - the audit and its report # SKIP %s\n' \
 		"newest row only in make check (the cold budget): make audit ROW=$(R) KERNEL=..." \
 		>$(RESULTS)/report.tap)
-	-@$(call skip,conformance) || $(STAGE) check-conformance[$(R)] scripts/tap-step.sh $(RESULTS)/zz-conformance.tap \
+suite-conformance:
+	-@$(STAGE) check-conformance[$(R)] scripts/tap-step.sh $(RESULTS)/zz-conformance.tap \
 		"conformance: every normative statement has a passing test ($(RESULTS)/conformance.md)" \
 		scripts/conformance.py docs/spec/statements.tsv $(RESULTS) $(RESULTS)/conformance.md
 
