@@ -34,9 +34,12 @@ packages=$(sed 's/#.*//' "$list" | tr -s ' \n' ',' | sed 's/^,//; s/,$//')
 packages=$packages${RESEED_ROOTFS_EXTRA:+,$RESEED_ROOTFS_EXTRA}
 
 # Timers and services a measuring guest does without: they would start work (apt,
-# trims, scrubs) at random moments of a run.  logind needs D-Bus, which minbase lacks.
+# trims, scrubs) at random moments of a run.  logind needs D-Bus, which minbase lacks;
+# without them getty-static starts gettys on tty2-tty6, which a guest with a serial
+# console only does not use (under TCG they held graphical.target back 25 s).
 masked="apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all.timer
-	fstrim.timer systemd-tmpfiles-clean.timer systemd-logind.service getty@tty1.service"
+	fstrim.timer systemd-tmpfiles-clean.timer systemd-logind.service getty@tty1.service
+	getty-static.service"
 
 # The key: what decides the tar.  RECIPE names the mmdebstrap command's form below: change
 # it with the command (comments and the caching around it do not re-key).
