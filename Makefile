@@ -151,12 +151,17 @@ build-each-patch: sources ## build every commit of the row's kernel series on it
 SERIES_TAPS := checkpatch-qemu checkpatch-linux distro-build
 check-series: $(QEMU_SRC)/.git/reseed-series $(LINUX_SRC)/.git/reseed-series ## checkpatch both series, build the kernel series under Debian's config (ROW=...)
 	@mkdir -p $(RESULTS) && rm -f $(foreach t,$(SERIES_TAPS),$(RESULTS)/$(t).tap)
+	@# Side by side (each is mostly one process, and make check runs them at nice 19
+	@# behind the suites: one after the other they outlasted the suites), their output
+	@# in order afterwards.
 	-@$(STAGE) checkpatch-qemu[$(QV)] scripts/check-patches.sh qemu $(QEMU_SRC) $(QPATCHES) \
-		$(RESULTS)/checkpatch-qemu.tap
-	-@$(STAGE) checkpatch-linux[$(R)] scripts/check-patches.sh linux $(LINUX_SRC) $(KPATCHES) \
-		$(RESULTS)/checkpatch-linux.tap
-	-@$(STAGE) distro-build[$(R)] scripts/distro-build.sh $(LINUX_SRC) \
-		'$(LINUX_DEB_VERSION_$(R))' $(RESULTS)/distro-build.tap
+		$(RESULTS)/checkpatch-qemu.tap >$(RESULTS)/checkpatch-qemu.out 2>&1 & \
+	$(STAGE) checkpatch-linux[$(R)] scripts/check-patches.sh linux $(LINUX_SRC) $(KPATCHES) \
+		$(RESULTS)/checkpatch-linux.tap >$(RESULTS)/checkpatch-linux.out 2>&1 & \
+	$(STAGE) distro-build[$(R)] scripts/distro-build.sh $(LINUX_SRC) \
+		'$(LINUX_DEB_VERSION_$(R))' $(RESULTS)/distro-build.tap >$(RESULTS)/distro-build.out 2>&1 & \
+	wait; cat $(foreach t,$(SERIES_TAPS),$(RESULTS)/$(t).out); \
+	rm -f $(foreach t,$(SERIES_TAPS),$(RESULTS)/$(t).out)
 	@$(foreach t,$(SERIES_TAPS),[ -s $(RESULTS)/$(t).tap ] || \
 		printf '1..1\nnot ok 1 - %s: no result (see the log above)\n' $(t) \
 		>$(RESULTS)/$(t).tap;)
