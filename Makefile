@@ -147,13 +147,12 @@ build-each-patch: sources ## build every commit of the row's kernel series on it
 # checkpatch.pl (the kernel's with --strict, QEMU's), and every commit of the kernel
 # series compiled, the files it touches, under Debian's configuration of that kernel
 # (what our tinyconfig guest never builds: KVM_GUEST, modules, ACPI).  Both are cached;
-# a script that ends without its TAP leaves a failing one.
+# a script that ends without its TAP leaves a failing one.  The three run side by side
+# (each is mostly one process, and make check runs them at nice 19 behind the suites: one
+# after the other they outlasted the suites), their output printed in order afterwards.
 SERIES_TAPS := checkpatch-qemu checkpatch-linux distro-build
 check-series: $(QEMU_SRC)/.git/reseed-series $(LINUX_SRC)/.git/reseed-series ## checkpatch both series, build the kernel series under Debian's config (ROW=...)
 	@mkdir -p $(RESULTS) && rm -f $(foreach t,$(SERIES_TAPS),$(RESULTS)/$(t).tap)
-	@# Side by side (each is mostly one process, and make check runs them at nice 19
-	@# behind the suites: one after the other they outlasted the suites), their output
-	@# in order afterwards.
 	-@$(STAGE) checkpatch-qemu[$(QV)] scripts/check-patches.sh qemu $(QEMU_SRC) $(QPATCHES) \
 		$(RESULTS)/checkpatch-qemu.tap >$(RESULTS)/checkpatch-qemu.out 2>&1 & \
 	$(STAGE) checkpatch-linux[$(R)] scripts/check-patches.sh linux $(LINUX_SRC) $(KPATCHES) \

@@ -80,9 +80,7 @@ def make_env():
     not recursive makes of its own; a -j2 caller would make them warn)."""
     env = dict(os.environ)
     flags = env.get("MAKEFLAGS", "").split()
-    env["MAKEFLAGS"] = " ".join(f for f in flags if not f.startswith(("--jobserver", "-j"))
-                                and not (f.startswith("-") and not f.startswith("--")
-                                         and "j" in f))
+    env["MAKEFLAGS"] = " ".join(f for f in flags if not f.startswith(("--jobserver", "-j")))
     env.pop("MFLAGS", None)
     return env
 
@@ -315,7 +313,6 @@ def main():
         by_name = {j["name"]: j for j in jobs}
         for job in jobs:
             after = by_name.get(job["after"])
-            prep_locks.setdefault((row, job["group"]), threading.Lock())
             if job["group"] or after:
                 threading.Thread(target=launch, daemon=True,
                                  args=(job, after and after["ended"])).start()
