@@ -20,7 +20,8 @@
  * that instance's, so a fork or a reseed propagates as OpenSSL's own tests expect (the
  * primary reseeds in a forked child).  At an epoch move the root reseeds first, from
  * the kernel, once per move whichever child saw it first, then the child from it: each
- * DRBG reseeds once per move.  Without a parent, or under a parent of another provider,
+ * DRBG reseeds once per move.  A child seeded from a parent that has not reseeded since
+ * the last move (a thread's first DRBG after a restore) counts as seeded before it.  Without a parent, or under a parent of another provider,
  * the wrapped DRBG seeds from the kernel directly; as the parent of another provider's
  * DRBG, an instance hands out seed material from its own generate, epoch check included.
  *
@@ -246,7 +247,7 @@ struct drbg {
 	const struct inner *in;
 	struct drbg *up;		/* the parent, when an EPOCH-DRBG; held by the core */
 	void *ictx;			/* the wrapped DRBG */
-	struct epoch seen;		/* the epoch read before the last seed */
+	struct epoch seen;		/* the epoch its last seed is fresh for */
 	size_t max_request;		/* the wrapped DRBG's, which does not change */
 };
 
@@ -262,6 +263,30 @@ static const struct inner *provider_inner(struct provider *prov)
 static int drbg_seeded(struct drbg *d, struct epoch e)
 {
 	d->seen = e;
+	return 1;
+}
+
+static int drbg_lock(void *vctx);
+static void drbg_unlock(void *vctx);
+
+/*
+ * The epoch a seed taken now is fresh for, read before the seed (a move during it shows
+ * at the next output).  A root seeds from the kernel: the kernel's epoch.  A child seeds
+ * from its parent, whose output is only as fresh as the parent's own last seed: the
+ * parent's.  A child instantiated or reseeded after a move, under a parent that has not
+ * reseeded since, holds state that every clone shares; it then reseeds, the parent
+ * first, at its first output.
+ */
+static int seed_epoch(struct drbg *d, struct epoch *e)
+{
+	if (!d->up) {
+		*e = epoch_read();
+		return 1;
+	}
+	if (!drbg_lock(d->up))
+		return 0;
+	*e = d->up->seen;
+	drbg_unlock(d->up);
 	return 1;
 }
 
@@ -315,9 +340,10 @@ static int drbg_instantiate(void *vctx, unsigned int strength, int pr,
 			    const unsigned char *pstr, size_t pstr_len, const OSSL_PARAM params[])
 {
 	struct drbg *d = vctx;
-	struct epoch e = epoch_read();	/* before the seed: a move during it shows next time */
+	struct epoch e;
 
-	return d->in->instantiate(d->ictx, strength, pr, pstr, pstr_len, params) &&
+	return seed_epoch(d, &e) &&
+	       d->in->instantiate(d->ictx, strength, pr, pstr, pstr_len, params) &&
 	       drbg_seeded(d, e);
 }
 
@@ -332,13 +358,11 @@ static int drbg_reseed(void *vctx, int pr, const unsigned char *ent, size_t ent_
 		       const unsigned char *adin, size_t adin_len)
 {
 	struct drbg *d = vctx;
-	struct epoch e = epoch_read();
+	struct epoch e;
 
-	return d->in->reseed(d->ictx, pr, ent, ent_len, adin, adin_len) && drbg_seeded(d, e);
+	return seed_epoch(d, &e) && d->in->reseed(d->ictx, pr, ent, ent_len, adin, adin_len) &&
+	       drbg_seeded(d, e);
 }
-
-static int drbg_lock(void *vctx);
-static void drbg_unlock(void *vctx);
 
 static int epoch_moved(const struct drbg *d, struct epoch e)
 {

@@ -13,6 +13,8 @@
  *     - a thread's own DRBGs, which drew before the move, reseed at their next call
  *     - a forked child, after a second move, reseeds (and draws other bytes than the
  *       parent after the same move)
+ *     - a thread started after a third move: its new DRBG, seeded from a primary that
+ *       had not reseeded since, reseeds with the primary before its first output
  *   --bench: RAND_bytes of 16 and 4096 bytes with the configured DRBG and with OpenSSL's
  *   default (CTR-DRBG), each in a library context of its own, side by side, as a ratio.
  */
@@ -151,6 +153,18 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+/* A thread started after a move: its DRBG made, then drawn from. */
+static void *late_thread(void *arg)
+{
+	struct thread_arg *t = arg;
+	unsigned char b[16];
+
+	t->before = reseeds(RAND_get0_public(NULL));
+	t->drew = RAND_bytes(b, sizeof(b)) == 1;
+	t->after = reseeds(RAND_get0_public(NULL));
+	return NULL;
+}
+
 static double seconds(void)
 {
 	struct timespec ts;
@@ -268,8 +282,9 @@ int main(int argc, char **argv)
 {
 	EVP_RAND_CTX *pub, *priv;
 	struct thread_arg t = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0 };
+	struct thread_arg late = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0 };
 	unsigned char a[32], b[32];
-	unsigned int p0, q0, p1, q1;
+	unsigned int p0, q0, p1, q1, m0;
 	int fds[2], status;
 	pthread_t thread;
 	pid_t pid;
@@ -342,6 +357,21 @@ int main(int argc, char **argv)
 	RAND_bytes(b, sizeof(b));
 	ok(read(fds[0], a, sizeof(a)) == sizeof(a) && memcmp(a, b, sizeof(a)),
 	   "parent and child draw different bytes after the same move");
+
+	/*
+	 * A move, then a new thread: its DRBG is seeded from a primary that has not
+	 * reseeded since (state every clone shares), and reseeds, the primary first, at
+	 * its first output.
+	 */
+	m0 = reseeds(RAND_get0_primary(NULL));
+	ok(move_epoch(), "the host moved the epoch again");
+	pthread_create(&thread, NULL, late_thread, &late);
+	pthread_join(thread, NULL);
+	ok(late.drew && late.after == late.before + 1 &&
+	   reseeds(RAND_get0_primary(NULL)) == m0 + 1,
+	   "a thread's DRBG made after the move from a primary that had not reseeded since: "
+	   "both reseeded once before its first output (thread %u -> %u, primary %u -> %u)",
+	   late.before, late.after, m0, reseeds(RAND_get0_primary(NULL)));
 	printf("1..%d\n", tests);
 	return failed ? 1 : 0;
 }
