@@ -149,7 +149,7 @@ def main():
     tap = Tap(a.tap)
     print(f"# {vm.accel_line()}", flush=True)
     g = vm.Guest(a.name, append=f"tests={','.join(names)} {a.append}", kernel=a.kernel,
-                 initrd=a.initrd, devices=devices, cpu=a.cpu, qmp=False)
+                 initrd=a.initrd, devices=devices, cpu=a.cpu, qmp=False, kunit=a.kunit)
     t0 = time.monotonic()
     g.start()
     hung = False

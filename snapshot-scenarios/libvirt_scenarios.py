@@ -136,7 +136,7 @@ def domain_xml(name, ddir, kernel, append, leak=True, genid=False, disk=None, ac
     <type arch='x86_64' machine='pc'>hvm</type>
     <kernel>{kernel}</kernel>
     <initrd>{vm.INITRD}</initrd>
-    <cmdline>console=ttyS0 panic=-1 oops=panic {vm.KERNEL_ARGS} {append}</cmdline>
+    <cmdline>console=ttyS0 panic=-1 oops=panic {vm.KERNEL_ARGS} {vm.KUNIT_OFF} {append}</cmdline>
   </os>
   <features><acpi/><apic/></features>
   <cpu mode='maximum'/>
