@@ -61,6 +61,19 @@ for deb in "$@"; do
 	rm "$root/tmp/$(basename "$deb")"
 done
 
+# What systemd does once after /usr changed (ldconfig.service, the journal's catalog,
+# systemd-update-done: ConditionNeedsUpdate=, /etc/.updated and /var/.updated older than
+# /usr) every boot of this image did again, each one the first of a fresh overlay: 2.9 s
+# of CPU and 1.6 s before sysinit.target under TCG.  Done here once, as those units do.
+chroot "$root" ldconfig
+chroot "$root" journalctl --update-catalog
+usr_ns=$(stat -c %.9Y "$root/usr" | tr -d .)
+for d in etc var; do
+	printf '%s\n' "# This file was created by build-disk.sh, as systemd-update-done does: the" \
+		"# modification time of /usr/ for which the updates of /etc/ and /var/ are applied." \
+		"TIMESTAMP_NSEC=$usr_ns" >"$root/$d/.updated"
+	touch -r "$root/usr" "$root/$d/.updated"
+done
 # Every package of the image and its version, for the results
 dpkg-query --admindir="$root/var/lib/dpkg" -W -f='${Package} ${Version}\n' >"$out.manifest"
 for p in ${RESEED_HOST_PACKAGES:-}; do
