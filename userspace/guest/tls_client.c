@@ -44,5 +44,6 @@ int main(int argc, char **argv)
 		}
 		SSL_free(ssl);
 		close(fd);
+		tls_pause();
 	}
 }

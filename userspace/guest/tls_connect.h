@@ -61,6 +61,19 @@ static SSL *tls_connect(SSL_CTX *ctx, int port, int *fd)
 	return NULL;
 }
 
+/*
+ * After each connection: the other consumers pause after each batch of outputs
+ * (us_consumer.h), and a handshake costs the client and the server about 40 ms of CPU
+ * under TCG.  Without a pause the three TLS loops kept most of a vCPU busy, and the
+ * guest's programs (a JVM starting) waited for it.
+ */
+#define TLS_PAUSE_US	100000
+
+static void tls_pause(void)
+{
+	usleep(TLS_PAUSE_US);
+}
+
 static int tls_port(int argc, char **argv)
 {
 	int port = argc == 3 ? atoi(argv[1]) : 0;

@@ -47,5 +47,6 @@ int main(int argc, char **argv)
 		ERR_clear_error();
 		SSL_free(ssl);
 		close(fd);
+		tls_pause();
 	}
 }
