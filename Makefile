@@ -95,9 +95,13 @@ DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
 	check-asan check-asan-row fuzz fuzz-build fuzz-coverage audit-image audit-kernel \
 	guest-test scenarios export-patches clean distclean FORCE
 
+# The audit keeps about one core busy, as the demo does: it runs beside the demo, and its
+# output follows the demo's.
 all: qemu kernel guest $(SNP_CERTS) ## build the row (default: the newest), run the demo and the audit of our kernel
-	@$(STAGE) demo[$(R)] scripts/demo.sh
-	@$(STAGE) audit[$(R)] scripts/audit.py --kernel $(abspath $(BZIMAGE)) --out $(BUILD)/report
+	@$(STAGE) audit[$(R)] scripts/audit.py --kernel $(abspath $(BZIMAGE)) --out $(BUILD)/report \
+		>$(BUILD)/audit-$(R).log 2>&1 & audit=$$!; \
+	$(STAGE) demo[$(R)] scripts/demo.sh; demo=$$?; \
+	wait $$audit; status=$$?; cat $(BUILD)/audit-$(R).log; [ $$demo$$status = 00 ]
 	@echo "make: the clone-safety report of our $(R) kernel: $(abspath $(BUILD))/report/index.html"
 
 help: ## list the targets
