@@ -28,7 +28,6 @@ The Debian package version of each row's QEMU is pinned in versions.mk
 import functools
 import glob
 import os
-import re
 import shutil
 import subprocess
 import sys
