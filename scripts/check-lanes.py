@@ -19,9 +19,9 @@ Most suites boot one single-vCPU TCG guest after another and keep one core busy:
            it compares a rate under a leak storm with a boot without it, and a guest
            beside either boot would move the figure; fuzz holds them all too (its four
            targets already share the cores).  A job that holds all slots goes first if
-           it is ready before any other has started, else last.  A suite that needs a build of its own (the sanitizer QEMU,
-           the Debian guest image, the image audit's disk) has it made first, by make
-           suite-prep-NAME, without a slot.
+           it is ready before any other has started, else last.  A suite that needs a
+           build of its own (the sanitizer QEMU, the Debian guest image, the image
+           audit's disk) has it made first, by make suite-prep-NAME, without a slot.
   end      make suite-conformance ROW=r, after the row's other suites.
 
 Each job's output goes to RESULTS/ROW/logs/NAME.log and is printed whole when the job

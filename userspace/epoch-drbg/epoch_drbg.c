@@ -21,9 +21,10 @@
  * primary reseeds in a forked child).  At an epoch move the root reseeds first, from
  * the kernel, once per move whichever child saw it first, then the child from it: each
  * DRBG reseeds once per move.  A child seeded from a parent that has not reseeded since
- * the last move (a thread's first DRBG after a restore) counts as seeded before it.  Without a parent, or under a parent of another provider,
- * the wrapped DRBG seeds from the kernel directly; as the parent of another provider's
- * DRBG, an instance hands out seed material from its own generate, epoch check included.
+ * the last move (a thread's first DRBG after a restore) counts as seeded before it.
+ * Without a parent, or under a parent of another provider, the wrapped DRBG seeds from
+ * the kernel directly; as the parent of another provider's DRBG, an instance hands out
+ * seed material from its own generate, epoch check included.
  *
  * Where the kernel has no RNDEPOCH, the provider says so once on stderr and behaves as
  * the CTR-DRBG it wraps.  Fork: the wrapped DRBG reseeds in the child by itself

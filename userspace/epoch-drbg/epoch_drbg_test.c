@@ -282,7 +282,8 @@ int main(int argc, char **argv)
 {
 	EVP_RAND_CTX *pub, *priv;
 	struct thread_arg t = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0 };
-	struct thread_arg late = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0 };
+	struct thread_arg late = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+				   0, 0, 0, 0 };
 	unsigned char a[32], b[32];
 	unsigned int p0, q0, p1, q1, m0;
 	int fds[2], status;
